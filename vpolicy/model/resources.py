@@ -1,0 +1,145 @@
+"""Exact integer resource vectors, with Volcano's units and comparison rules.
+
+Units (Volcano's): `cpu` in millicores, `memory` and `ephemeral-storage` in bytes, `pods` as a count,
+every other (scalar/extended) resource in milli-units (`nvidia.com/gpu: 1` is 1000). Values are Python
+ints, so sums never drift; Volcano's float epsilon (0.1 milli-unit) therefore reduces to exact equality.
+
+Comparisons come in the flavours Volcano uses, named after them: a missing dimension counts as zero
+(`le`), or only the dimensions named by the left side are compared (`le_on_dims_of`). This module does
+not parse quantities (see `quantity`).
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Mapping
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+# Dimensions stored in their natural unit rather than milli-units.
+_NATURAL_UNIT = frozenset({MEMORY, PODS, "ephemeral-storage"})
+
+
+def milli_scaled(name: str) -> bool:
+    """True when `name` is stored in milli-units (cpu and every extended resource)."""
+    return name not in _NATURAL_UNIT
+
+
+class Resources(Mapping[str, int]):
+    """An immutable mapping resource-name -> int; zero entries are dropped so equality is by content."""
+
+    __slots__ = ("_v", "_hash")
+
+    def __init__(self, values: Mapping[str, int] | Iterable[tuple[str, int]] = ()):
+        items = values.items() if isinstance(values, Mapping) else values
+        self._v: dict[str, int] = {k: int(v) for k, v in items if v}
+        self._hash: int | None = None
+
+    # Mapping protocol ---------------------------------------------------------------------------
+    def __getitem__(self, key: str) -> int:
+        return self._v.get(key, 0)
+
+    def get(self, key: str, default: int = 0) -> int:  # type: ignore[override]  # reason: missing dims are 0
+        return self._v.get(key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._v)
+
+    def __len__(self) -> int:
+        return len(self._v)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._v
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Resources):
+            return self._v == other._v
+        if isinstance(other, Mapping):
+            return self._v == {k: v for k, v in other.items() if v}
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(self._v.items()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Resources({self._v!r})"
+
+    # Arithmetic ---------------------------------------------------------------------------------
+    def __add__(self, other: Mapping[str, int]) -> "Resources":
+        out = dict(self._v)
+        for k, v in other.items():
+            out[k] = out.get(k, 0) + v
+        return Resources(out)
+
+    def __sub__(self, other: Mapping[str, int]) -> "Resources":
+        out = dict(self._v)
+        for k, v in other.items():
+            out[k] = out.get(k, 0) - v
+        return Resources(out)
+
+    def __neg__(self) -> "Resources":
+        return Resources({k: -v for k, v in self._v.items()})
+
+    def scale(self, factor: float) -> "Resources":
+        """Multiply every dimension, rounding down (used by overcommit factors)."""
+        return Resources({k: int(v * factor) for k, v in self._v.items()})
+
+    def times(self, n: int) -> "Resources":
+        return Resources({k: v * n for k, v in self._v.items()})
+
+    def clamp_min_zero(self) -> "Resources":
+        return Resources({k: v for k, v in self._v.items() if v > 0})
+
+    def without(self, *names: str) -> "Resources":
+        return Resources({k: v for k, v in self._v.items() if k not in names})
+
+    def only(self, names: Iterable[str]) -> "Resources":
+        keep = set(names)
+        return Resources({k: v for k, v in self._v.items() if k in keep})
+
+    def dims(self) -> frozenset[str]:
+        """Dimensions with a positive value: the resources a request actually asks for."""
+        return frozenset(k for k, v in self._v.items() if v > 0)
+
+    def is_empty(self, *, ignore: Iterable[str] = (PODS,)) -> bool:
+        """Volcano's IsEmpty: nothing requested beyond the ignored dims (a best-effort request)."""
+        skip = set(ignore)
+        return all(v <= 0 for k, v in self._v.items() if k not in skip)
+
+    # Comparisons (Volcano's flavours) ------------------------------------------------------------
+    def le(self, other: Mapping[str, int]) -> bool:
+        """Every dimension of self <= other's, a missing dimension counting as zero on both sides."""
+        names = set(self._v) | set(other)
+        return all(self._v.get(k, 0) <= other.get(k, 0) for k in names)
+
+    def le_on_dims_of(self, other: Mapping[str, int], dims: Iterable[str]) -> bool:
+        """self <= other on the given dimensions only (Volcano's LessEqualWithDimension)."""
+        return all(self._v.get(k, 0) <= other.get(k, 0) for k in dims)
+
+    def any_gt(self, other: Mapping[str, int]) -> list[str]:
+        """Dimensions where self exceeds other (missing = 0): the 'Insufficient <res>' list."""
+        return sorted(k for k, v in self._v.items() if v > other.get(k, 0))
+
+    def max_ratio(self, denominators: Mapping[str, int], *, names: Iterable[str] | None = None) -> float:
+        """max over names of self/denominator; 0/0 = 0 and x/0 = 1 (Volcano's share convention)."""
+        best = 0.0
+        for k in names if names is not None else denominators.keys():
+            num, den = self._v.get(k, 0), denominators.get(k, 0)
+            share = (0.0 if num == 0 else 1.0) if den == 0 else num / den
+            best = max(best, share)
+        return best
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self._v)
+
+
+ZERO = Resources()
+
+
+def total(vectors: Iterable[Mapping[str, int]]) -> Resources:
+    out: dict[str, int] = {}
+    for vec in vectors:
+        for k, v in vec.items():
+            out[k] = out.get(k, 0) + v
+    return Resources(out)

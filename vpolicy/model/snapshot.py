@@ -1,0 +1,233 @@
+"""The scheduling world as plain, immutable data: what one session starts from.
+
+A `ClusterSnapshot` is what both the file loader (`vpolicy.load.cluster`) and the live adapter's cache
+produce; the engine never sees Kubernetes objects. Kubernetes names are kept (Node, Pod, PodGroup,
+Queue, PriorityClass); Volcano's derived notions (task status, job priority) are computed here once so
+every consumer agrees. This module does no parsing and no scheduling.
+
+Invariants: every pod's `resreq` includes `pods: 1`; resources are exact ints (see `resources`);
+`origin` is where the object was read (a Span for files, `kind/ns/name` for live objects).
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from vpolicy.model.resources import Resources, ZERO
+from vpolicy.source import Span
+
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
+TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+DEFAULT_QUEUE = "default"
+ROOT_QUEUE = "root"
+
+
+class TaskStatus(enum.Enum):
+    """Volcano's task states (reference §1); the in-session ones are only set by the engine."""
+
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"
+    PIPELINED = "Pipelined"
+    BINDING = "Binding"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+ALLOCATED_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED})
+READY_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
+SCHEDULED_STATUSES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED})
+# Tasks that occupy node resources (they are in node.Used).
+OCCUPYING_STATUSES = ALLOCATED_STATUSES | {TaskStatus.RELEASING, TaskStatus.PIPELINED}
+
+
+class PodGroupPhase(enum.Enum):
+    PENDING = "Pending"
+    INQUEUE = "Inqueue"
+    RUNNING = "Running"
+    UNKNOWN = "Unknown"
+    COMPLETED = "Completed"
+
+
+class QueueState(enum.Enum):
+    OPEN = "Open"
+    CLOSED = "Closed"
+    CLOSING = "Closing"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str  # NoSchedule | PreferNoSchedule | NoExecute
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal | Exists
+    value: str = ""
+    effect: str = ""  # "" matches every effect
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorRequirement:
+    """One nodeSelectorTerm matchExpression (or matchFields on metadata.name)."""
+
+    key: str
+    operator: str  # In | NotIn | Exists | DoesNotExist | Gt | Lt
+    values: tuple[str, ...] = ()
+    field: bool = False  # matchFields rather than matchExpressions
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    requirements: tuple[SelectorRequirement, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredTerm:
+    weight: int
+    term: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    allocatable: Resources
+    capacity: Resources = ZERO
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    ready: bool = True
+    origin: Span | str | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    """A pod as the scheduler sees it (Volcano's TaskInfo before the session changes its status)."""
+
+    namespace: str
+    name: str
+    uid: str
+    resreq: Resources  # includes pods: 1
+    status: TaskStatus
+    node_name: str = ""
+    phase: str = "Pending"
+    priority: int = 1  # pod.spec.priority, 1 when nil (Volcano), or the task-priority annotation
+    priority_class_name: str = ""
+    scheduler_name: str = "default-scheduler"
+    group: str = ""  # PodGroup name from the group-name annotation ("" = no group)
+    role: str = ""  # task name within the job (volcano.sh/task-spec)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_affinity: tuple[NodeSelectorTerm, ...] = ()  # ORed terms; empty = no constraint
+    preferred_affinity: tuple[PreferredTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    creation: float = 0.0  # creationTimestamp as epoch seconds
+    preemption_policy: str = "PreemptLowerPriority"
+    nominated_node: str = ""
+    scheduling_gated: bool = False
+    vgpu_limits: Mapping[str, int] = field(default_factory=dict)  # per-container vGPU asks, see deviceshare
+    origin: Span | str | None = field(default=None, compare=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def best_effort(self) -> bool:
+        return self.resreq.is_empty()
+
+    @property
+    def preemptable(self) -> bool:
+        """volcano.sh/preemptable from annotations, else labels; pods default to preemptable."""
+        raw = self.annotations.get(PREEMPTABLE_KEY, self.labels.get(PREEMPTABLE_KEY))
+        return raw is None or raw.strip().lower() not in ("false", "0", "f")
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroup:
+    namespace: str
+    name: str
+    uid: str
+    queue: str = DEFAULT_QUEUE
+    min_member: int = 1
+    min_task_member: Mapping[str, int] = field(default_factory=dict)
+    min_resources: Resources | None = None
+    priority_class_name: str = ""
+    phase: PodGroupPhase = PodGroupPhase.PENDING
+    conditions: tuple[Condition, ...] = ()
+    creation: float = 0.0
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    origin: Span | str | None = field(default=None, compare=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    name: str
+    weight: int = 1
+    capability: Resources | None = None
+    deserved: Resources | None = None
+    guarantee: Resources = ZERO
+    reclaimable: bool = True
+    parent: str = ""
+    priority: int = 0
+    state: QueueState = QueueState.OPEN
+    creation: float = 0.0
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    origin: Span | str | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClass:
+    name: str
+    value: int
+    global_default: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """Everything one session reads. Order of each tuple is the order objects were read."""
+
+    nodes: tuple[Node, ...] = ()
+    pods: tuple[Pod, ...] = ()
+    podgroups: tuple[PodGroup, ...] = ()
+    queues: tuple[Queue, ...] = ()
+    priority_classes: tuple[PriorityClass, ...] = ()
+    namespaces: tuple[str, ...] = ()
+    conf_text: str | None = None  # a volcano-scheduler.conf found in a ConfigMap of the dump
+    conf_origin: Span | None = None
+    warnings: tuple[str, ...] = ()
+
+    def job_priority(self, pg: PodGroup) -> int:
+        """PodGroup priorityClassName's value; else the globalDefault class; else 0 (reference §1)."""
+        by_name = {pc.name: pc for pc in self.priority_classes}
+        if pg.priority_class_name in by_name:
+            return by_name[pg.priority_class_name].value
+        for pc in self.priority_classes:
+            if pc.global_default:
+                return pc.value
+        return 0
