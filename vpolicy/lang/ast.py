@@ -1,0 +1,272 @@
+"""The typed AST of the vpolicy DSL: frozen, slotted dataclasses mirroring the grammar's rules.
+
+Every node carries a `span` that is excluded from equality (Cedar's `Node.loc`), so `parse(fmt(x)) ==
+parse(x)` compares meaning, not layout. `parse` builds these from Lark trees; `check` type-checks them;
+`vpolicy.compile` lowers them to the IR. Nothing here evaluates anything.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vpolicy.source import Span
+
+_NOSPAN = Span("<builtin>", 0, 0)
+
+
+def _span() -> Span:
+    return field(default=_NOSPAN, compare=False, repr=False)  # type: ignore[no-any-return]  # reason: dataclass field factory
+
+
+# ---------------------------------------------------------------------------------------------- types
+@dataclass(frozen=True, slots=True)
+class TypeRef:
+    """A written type: `int`, `number`, `bool`, `string`, `resources`, `vote`, `queue`, `job`, `task`,
+    `node`, `cluster`, `list[T]`, `map[K, V]`."""
+
+    name: str
+    args: tuple["TypeRef", ...] = ()
+    span: Span = _span()
+
+
+# ---------------------------------------------------------------------------------------------- expressions
+@dataclass(frozen=True, slots=True)
+class Name:
+    id: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    """int, float, str, bool, or a quantity such as `4Gi` (kept as text, typed by the checker)."""
+
+    value: int | float | str | bool
+    kind: str  # int | number | string | bool | quantity
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class VoteLit:
+    value: str  # permit | reject | abstain
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceLit:
+    """`{cpu: 1, memory: 4Gi}`: a resource vector literal."""
+
+    entries: tuple[tuple[str, "Expr"], ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class ListLit:
+    items: tuple["Expr", ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Attr:
+    obj: "Expr"
+    name: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    obj: "Expr"
+    key: "Expr"
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    func: str
+    args: tuple["Expr", ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    op: str  # not | -
+    operand: "Expr"
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    op: str  # or and == != < <= > >= in + - * /
+    left: "Expr"
+    right: "Expr"
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class If:
+    cond: "Expr"
+    then: "Expr"
+    orelse: "Expr"
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Let:
+    name: str
+    value: "Expr"
+    body: "Expr"
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """`sum(t in job.tasks where t.ready: t.resreq)`, `count(...)`, `all(...)`, `any(...)`, `max`, `min`.
+
+    `count` has no body (`count(t in xs where cond)`); `all`/`any` use the body as the condition.
+    """
+
+    func: str  # sum | count | all | any | max | min | list
+    var: str
+    source: "Expr"
+    where: "Expr | None"
+    body: "Expr | None"
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Select:
+    """Victim selection: walk `source` in order, keeping per-group state.
+
+        select c in candidates
+          group c.job start c.job.ready_count as left
+          when left > c.job.min_available
+          then left - 1
+
+    A candidate is selected when `when` holds (with the state variable bound to its group's current
+    value); after selection the group's state becomes `then`. Without `group`, it is a plain filter.
+    """
+
+    var: str
+    source: "Expr"
+    group_key: "Expr | None"
+    group_start: "Expr | None"
+    state: str | None
+    when: "Expr"
+    then: "Expr | None"
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Interp:
+    """A string with `{expr}` holes (messages and reasons)."""
+
+    parts: tuple["str | Expr", ...]
+    span: Span = _span()
+
+
+Expr = Name | Literal | VoteLit | ResourceLit | ListLit | Attr | Index | Call | Unary | Binary | If | Let | Aggregate | Select | Interp
+
+
+# ---------------------------------------------------------------------------------------------- declarations
+@dataclass(frozen=True, slots=True)
+class Param:
+    """`param binpack.weight: number = 1 "doc"`: a typed knob set from a conf's arguments or a policy."""
+
+    name: str  # may contain dots, exactly as the Volcano argument key
+    type: TypeRef
+    default: Expr
+    doc: str = ""
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Binder:
+    name: str
+    type: TypeRef | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class LetDecl:
+    """Module-level `let`. Without parameters it is a session constant, evaluated once when the session
+    opens (e.g. proportion's deserved shares); with parameters it is a helper function."""
+
+    name: str
+    params: tuple[Binder, ...] | None
+    type: TypeRef | None
+    value: Expr
+    doc: str = ""
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Normalize:
+    """`normalize [reverse] by WEIGHT`: scale a node score to 0..100 over the candidate nodes, times weight."""
+
+    weight: Expr
+    reverse: bool = False
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """`rule NAME: CALLBACK(args) = expr [normalize ...] [unresolvable] [reason "..."] [message "..."]`."""
+
+    name: str
+    callback: str
+    params: tuple[Binder, ...]
+    body: Expr
+    reason: Interp | None = None
+    message: Interp | None = None
+    unresolvable: bool = False
+    normalize: Normalize | None = None
+    doc: str = ""
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Property:
+    """`property NAME: expr`: a statement `verify` proves and `test` checks after every scenario."""
+
+    name: str
+    body: Expr
+    doc: str = ""
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Use:
+    """`use "volcano/gang.vpol" { enablePreemptable: false, args... }` in a native policy."""
+
+    path: str
+    settings: tuple[tuple[str, Expr], ...] = ()
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    """`tier { use ...; use ... }` in a native policy: plugins of one Volcano tier."""
+
+    uses: tuple[Use, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Actions:
+    """`actions enqueue, allocate, backfill` in a native policy."""
+
+    names: tuple[str, ...]
+    span: Span = _span()
+
+
+Decl = Param | LetDecl | Rule | Property | Tier | Actions
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    """A file: `plugin NAME` (a rule module, one Volcano plugin) or `policy NAME` (a whole policy)."""
+
+    kind: str  # plugin | policy
+    name: str
+    doc: str
+    decls: tuple[Decl, ...]
+    file: str = field(default="", compare=False)
+    span: Span = _span()

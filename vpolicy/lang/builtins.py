@@ -1,0 +1,209 @@
+"""The catalogue of the DSL's world: object types and attributes, callbacks, built-in functions.
+
+This is the contract between three parties: `lang.check` types rules with it and suggests names from it,
+`docs/dsl.md` documents it, and the engine's runtime (`vpolicy.engine.runtime`) binds every attribute
+to the live session objects by the same names. Types are written as strings: `int`, `number`, `bool`,
+`string`, `resources`, `vote`, `queue`, `job`, `task`, `node`, `cluster`, `list[T]`, `map[K,V]`, `any`;
+a trailing `?` means the value may be `none`.
+
+Built-in functions are the documented primitives DESIGN §6 allows (resource vectors, label/taint matching,
+shares); every plugin's *policy* is written in `policies/`, not here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Attribute:
+    type: str
+    doc: str
+
+
+@dataclass(frozen=True, slots=True)
+class Callback:
+    params: tuple[tuple[str, str], ...]  # (conventional name, type)
+    result: str
+    flag: str | None  # the Volcano enable* flag that switches rules of this callback; None = always on
+    combine: str  # how results of several plugins combine (reference §3), for docs and the engine
+    doc: str
+
+
+@dataclass(frozen=True, slots=True)
+class Function:
+    params: tuple[str, ...]  # parameter types; "..." as the last entry means variadic of the previous
+    result: str
+    doc: str
+
+
+TASK = {
+    "name": Attribute("string", "pod name"),
+    "namespace": Attribute("string", "pod namespace"),
+    "key": Attribute("string", "`namespace/name`"),
+    "uid": Attribute("string", "pod uid"),
+    "job": Attribute("job", "the task's job (its PodGroup)"),
+    "queue": Attribute("queue", "the job's queue"),
+    "resreq": Attribute("resources", "requests including `pods: 1`"),
+    "priority": Attribute("int", "pod priority (spec.priority; 1 when unset; volcano.sh/task-priority wins)"),
+    "priority_class_name": Attribute("string", "pod spec.priorityClassName"),
+    "status": Attribute("string", "Volcano task status: Pending, Allocated, Pipelined, Binding, Bound, Running, Releasing, Succeeded, Failed, Unknown"),
+    "best_effort": Attribute("bool", "requests nothing but `pods`"),
+    "preemptable": Attribute("bool", "volcano.sh/preemptable annotation, else label; default true"),
+    "node_name": Attribute("string", "node the task is placed on, or \"\""),
+    "role": Attribute("string", "task name within its job (volcano.sh/task-spec)"),
+    "labels": Attribute("map[string,string]", "pod labels"),
+    "annotations": Attribute("map[string,string]", "pod annotations"),
+    "node_selector": Attribute("map[string,string]", "pod spec.nodeSelector"),
+}
+
+JOB = {
+    "name": Attribute("string", "PodGroup name"),
+    "namespace": Attribute("string", "PodGroup namespace"),
+    "key": Attribute("string", "`namespace/name`"),
+    "uid": Attribute("string", "PodGroup uid"),
+    "queue": Attribute("queue", "the job's queue"),
+    "priority": Attribute("int", "value of priorityClassName, else the global default class, else 0"),
+    "min_available": Attribute("int", "PodGroup spec.minMember"),
+    "min_task_member": Attribute("map[string,int]", "PodGroup spec.minTaskMember (role -> count)"),
+    "has_min_resources": Attribute("bool", "spec.minResources is set"),
+    "min_resources": Attribute("resources", "spec.minResources (empty when unset)"),
+    "tasks": Attribute("list[task]", "all tasks of the job"),
+    "roles": Attribute("list[string]", "roles (task names) present in the job or in minTaskMember"),
+    "phase": Attribute("string", "PodGroup phase: Pending, Inqueue, Running, Unknown, Completed"),
+    "allocated": Attribute("resources", "sum of requests of tasks in allocated statuses"),
+    "ready_count": Attribute("int", "tasks Bound, Binding, Running, Allocated or Succeeded"),
+    "pipelined_count": Attribute("int", "tasks Pipelined"),
+    "pending_count": Attribute("int", "tasks Pending"),
+    "pending_best_effort_count": Attribute("int", "Pending tasks that request nothing"),
+    "valid_task_count": Attribute("int", "tasks Pending, Pipelined, allocated or Succeeded (gang validity)"),
+    "task_count": Attribute("int", "number of tasks"),
+    "creation": Attribute("number", "creationTimestamp, epoch seconds"),
+}
+
+QUEUE = {
+    "name": Attribute("string", "queue name"),
+    "weight": Attribute("int", "spec.weight"),
+    "priority": Attribute("int", "spec.priority"),
+    "state": Attribute("string", "Open, Closed, Closing, Unknown"),
+    "open": Attribute("bool", "state is Open"),
+    "reclaimable": Attribute("bool", "spec.reclaimable (default true)"),
+    "has_capability": Attribute("bool", "spec.capability is set"),
+    "capability": Attribute("resources", "spec.capability (empty when unset)"),
+    "has_deserved": Attribute("bool", "spec.deserved is set"),
+    "deserved": Attribute("resources", "spec.deserved (empty when unset)"),
+    "guarantee": Attribute("resources", "spec.guarantee.resource"),
+    "parent": Attribute("queue?", "spec.parent's queue (root's parent is none)"),
+    "ancestors": Attribute("list[queue]", "parent, grandparent, ... up to root"),
+    "children": Attribute("list[queue]", "queues whose parent is this one"),
+    "is_leaf": Attribute("bool", "no child queues"),
+    "jobs": Attribute("list[job]", "jobs in this queue"),
+    "allocated": Attribute("resources", "sum of allocated-status task requests (live in the session)"),
+    "inqueue": Attribute("resources", "minResources of Inqueue jobs not yet allocated (live; enqueue adds to it)"),
+    "elastic": Attribute("resources", "allocated beyond minResources of its jobs"),
+    "request": Attribute("resources", "allocated plus Pending task requests"),
+    "creation": Attribute("number", "creationTimestamp, epoch seconds"),
+}
+
+NODE = {
+    "name": Attribute("string", "node name"),
+    "allocatable": Attribute("resources", "status.allocatable"),
+    "used": Attribute("resources", "requests of tasks on the node (including releasing)"),
+    "idle": Attribute("resources", "allocatable - used"),
+    "releasing": Attribute("resources", "requests of releasing tasks"),
+    "pipelined": Attribute("resources", "requests of tasks pipelined onto the node"),
+    "future_idle": Attribute("resources", "idle + releasing - pipelined"),
+    "labels": Attribute("map[string,string]", "node labels"),
+    "unschedulable": Attribute("bool", "spec.unschedulable"),
+    "pod_count": Attribute("int", "tasks placed on the node"),
+    "max_pods": Attribute("int", "allocatable pods"),
+    "tasks": Attribute("list[task]", "tasks on the node"),
+}
+
+CLUSTER = {
+    "total": Attribute("resources", "sum of allocatable over Ready nodes"),
+    "queues": Attribute("list[queue]", "all queues"),
+    "nodes": Attribute("list[node]", "Ready nodes"),
+    "jobs": Attribute("list[job]", "all jobs"),
+}
+
+OBJECT_TYPES: dict[str, dict[str, Attribute]] = {
+    "task": TASK, "job": JOB, "queue": QUEUE, "node": NODE, "cluster": CLUSTER,
+}
+
+# Global names visible in every expression.
+GLOBALS = {"cluster": "cluster"}
+
+CALLBACKS: dict[str, Callback] = {
+    "queue_order": Callback((("l", "queue"), ("r", "queue")), "int", "enableQueueOrder", "first-non-zero",
+                            "negative: l before r; first plugin with a non-zero answer decides"),
+    "job_order": Callback((("l", "job"), ("r", "job")), "int", "enableJobOrder", "first-non-zero",
+                          "negative: l before r"),
+    "task_order": Callback((("l", "task"), ("r", "task")), "int", "enableTaskOrder", "first-non-zero",
+                           "negative: l before r"),
+    "victim_queue_order": Callback((("l", "queue"), ("r", "queue"), ("preemptor", "queue")), "int", None,
+                                   "first-non-zero", "order of victims' queues; none: reverse queue order"),
+    "job_valid": Callback((("job", "job"),), "bool", None, "first-failure",
+                          "false: the job is skipped by every action (reason/message say why)"),
+    "job_ready": Callback((("job", "job"),), "bool", "enableJobReady", "and", "job may be dispatched to bind"),
+    "job_pipelined": Callback((("job", "job"),), "vote", "enableJobPipelined", "vote",
+                              "placements (incl. pipelined) suffice to keep them"),
+    "job_enqueueable": Callback((("job", "job"),), "vote", "enableJobEnqueued", "vote",
+                                "a Pending job may become Inqueue"),
+    "job_starving": Callback((("job", "job"),), "bool", "enableJobStarving", "first-tier-and",
+                             "the job may preempt or reclaim"),
+    "overused": Callback((("queue", "queue"),), "bool", "enabledOverused", "or",
+                         "the queue gets nothing more in allocate"),
+    "allocatable": Callback((("queue", "queue"), ("task", "task")), "bool", "enabledAllocatable", "and",
+                            "the queue may take this task"),
+    "preemptive": Callback((("queue", "queue"), ("task", "task")), "bool", "enablePreemptive", "and",
+                           "the queue may reclaim for this task"),
+    "predicate": Callback((("task", "task"), ("node", "node")), "bool", "enablePredicate", "and",
+                          "the task may run on the node (reason on failure; `unresolvable` if preemption cannot help)"),
+    "node_order": Callback((("task", "task"), ("node", "node")), "number", "enableNodeOrder", "sum",
+                           "node score; `normalize [reverse] by W` scales to 0..100 over candidates times W"),
+    "preemptable": Callback((("preemptor", "task"), ("candidates", "list[task]")), "list[task]",
+                            "enablePreemptable", "tier-intersection", "victims this plugin allows"),
+    "reclaimable": Callback((("reclaimer", "task"), ("candidates", "list[task]")), "list[task]",
+                            "enableReclaimable", "tier-intersection", "victims this plugin allows"),
+}
+
+FUNCTIONS: dict[str, Function] = {
+    "compare": Function(("any", "any"), "int", "-1, 0 or 1 as a < b, a == b, a > b"),
+    "le": Function(("resources", "resources"), "bool", "every dimension a <= b, missing dims = 0"),
+    "le_on": Function(("resources", "resources", "list[string]"), "bool", "a <= b on the listed dimensions only"),
+    "dims": Function(("resources",), "list[string]", "dimensions with a positive value"),
+    "get": Function(("resources", "string"), "int", "one dimension (0 when missing)"),
+    "without": Function(("resources", "string"), "resources", "drop one dimension"),
+    "only": Function(("resources", "list[string]"), "resources", "keep only the listed dimensions"),
+    "min_each": Function(("resources", "resources"), "resources", "per-dimension minimum"),
+    "max_each": Function(("resources", "resources"), "resources", "per-dimension maximum"),
+    "positive": Function(("resources",), "resources", "negative dimensions set to 0"),
+    "is_empty": Function(("resources",), "bool", "nothing but `pods` requested"),
+    "share": Function(("resources", "resources"), "number",
+                      "max over b's dims of a/b (0/0 = 0, x/0 = 1): Volcano's share"),
+    "share_on": Function(("resources", "resources", "list[string]"), "number", "share over the listed dims"),
+    "ratio": Function(("number", "number"), "number", "a/b, 0 when b is 0"),
+    "maximum": Function(("number", "number"), "number", "the larger"),
+    "minimum": Function(("number", "number"), "number", "the smaller"),
+    "contains": Function(("list[any]", "any"), "bool", "membership"),
+    "len": Function(("list[any]",), "int", "length"),
+    "argument": Function(("string", "number"), "number", "a raw plugin argument by key, else the default"),
+    "water_fill": Function(("list[queue]", "resources", "map[queue,resources]", "map[queue,resources]"),
+                           "map[queue,resources]",
+                           "proportion's iterative weighted split of the total: (queues, total, caps, requests)"),
+    "matches_node_selector": Function(("task", "node"), "bool", "spec.nodeSelector labels all match"),
+    "matches_required_affinity": Function(("task", "node"), "bool", "required node affinity terms match"),
+    "preferred_affinity_weight": Function(("task", "node"), "int", "sum of weights of matching preferred terms"),
+    "tolerates_taints": Function(("task", "node", "list[string]"), "bool",
+                                 "every taint with one of the effects is tolerated"),
+    "intolerable_taints": Function(("task", "node", "string"), "int", "count of untolerated taints of an effect"),
+    "half": Function(("number",), "number", "x / 2 (kept for readability of balanced scores)"),
+    "abs": Function(("number",), "number", "absolute value"),
+    "floor": Function(("number",), "int", "round down"),
+    "float": Function(("any",), "number", "convert to number"),
+    "str": Function(("any",), "string", "render as text"),
+    "now": Function((), "number", "the session clock, epoch seconds"),
+}
+
+TYPE_NAMES = frozenset({"int", "number", "bool", "string", "resources", "vote", "any", "list", "map",
+                        *OBJECT_TYPES})
