@@ -170,10 +170,11 @@ Expr = Name | Literal | VoteLit | ResourceLit | ListLit | Attr | Index | Call | 
 class Param:
     """`param binpack.weight: number = 1 "doc"`: a typed knob set from a conf's arguments or a policy."""
 
-    name: str  # may contain dots, exactly as the Volcano argument key
+    name: str  # the name rules use
     type: TypeRef
     default: Expr
     doc: str = ""
+    conf_key: str = ""  # `from "binpack.weight"`: the conf argument key; "" = same as name
     span: Span = _span()
 
 
