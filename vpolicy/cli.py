@@ -1,0 +1,69 @@
+"""The `vpolicy` command line: parse flags, call the harness, pick a reporter, exit 0 / 1 / 2.
+
+Bad input (policy, conf, snapshot) prints one diagnostic per line on stderr and exits 1 — never a
+traceback. This module holds no logic of its own.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from vpolicy.errors import PolicyError
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="vpolicy", description="Declarative batch-scheduling policies for Kubernetes")
+    sub = p.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("dry-run", help="run one session on a cluster dump and print its decisions")
+    d.add_argument("--cluster", action="append", required=True, help="cluster dump: file or folder (repeatable)")
+    g = d.add_mutually_exclusive_group()
+    g.add_argument("--policy", help="a native policy file (policy NAME ...)")
+    g.add_argument("--conf", help="a volcano-scheduler.conf (or the ConfigMap holding it)")
+    d.add_argument("--output", choices=("table", "json", "yaml"), default="table")
+    d.add_argument("--explain", action="store_true", help="add the short reason for every pending pod")
+    c = sub.add_parser("check", help="parse and check policies, confs and cluster manifests")
+    c.add_argument("files", nargs="+")
+    c.add_argument("--output", choices=("text", "json"), default="text")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "dry-run":
+            return _dry_run(args)
+        if args.command == "check":
+            from vpolicy.harness.check import run_check
+
+            return run_check(args.files, output=args.output, out=sys.stdout, err=sys.stderr)
+    except PolicyError as exc:
+        for diag in exc.diagnostics:
+            print(diag.one_line(), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error[input.unreadable]: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+def _dry_run(args: argparse.Namespace) -> int:
+    from vpolicy.harness import dryrun, report
+
+    run = dryrun.dry_run(args.cluster, policy=args.policy, conf=args.conf)
+    for warning in run.snapshot.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    doc = run.document()
+    if args.output == "json":
+        report.write_json(doc, sys.stdout)
+    elif args.output == "yaml":
+        report.write_yaml(doc, sys.stdout)
+    else:
+        report.write_tables(doc, sys.stdout)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""Implementations of the DSL's built-in functions (catalogue: `vpolicy.lang.builtins.FUNCTIONS`).
+
+These are the documented primitives DESIGN §6 allows: resource-vector arithmetic, Volcano's share
+convention, label/selector/taint matching and proportion's water-filling. They work on any object with
+the catalogue's attributes (duck-typed), so they serve the session runtime and tests alike. No policy
+decision is made here; `policies/` decides.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping
+
+from vpolicy.model.resources import Resources, ZERO
+
+PODS = "pods"
+
+
+def compare(a: Any, b: Any) -> int:
+    return -1 if a < b else (1 if a > b else 0)
+
+
+def share(a: Resources, b: Resources) -> float:
+    return a.max_ratio(b)
+
+
+def share_on(a: Resources, b: Resources, names: Iterable[str]) -> float:
+    return a.max_ratio(b, names=list(names))
+
+
+def min_each(a: Resources, b: Resources) -> Resources:
+    return Resources({k: min(a.get(k, 0), b.get(k, 0)) for k in set(a) | set(b)})
+
+
+def max_each(a: Resources, b: Resources) -> Resources:
+    return Resources({k: max(a.get(k, 0), b.get(k, 0)) for k in set(a) | set(b)})
+
+
+def cap_by(a: Resources, cap: Resources) -> Resources:
+    out = {}
+    for k, v in a.items():
+        limit = cap.get(k) if k in cap else None
+        if limit is None or (k in ("cpu", "memory") and limit <= 0):
+            out[k] = v
+        else:
+            out[k] = min(v, limit)
+    return Resources(out)
+
+
+def ratio(a: float, b: float) -> float:
+    return 0.0 if b == 0 else a / b
+
+
+# ------------------------------------------------------------------------------------- label matching
+def _requirement_matches(req: Any, labels: Mapping[str, str], node_name: str) -> bool:
+    value = node_name if req.field else labels.get(req.key)
+    present = node_name != "" if req.field else req.key in labels
+    op = req.operator
+    if op == "In":
+        return present and value in req.values
+    if op == "NotIn":
+        return not present or value not in req.values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt") and present and req.values:
+        try:
+            left, right = int(value or ""), int(req.values[0])
+        except ValueError:
+            return False
+        return left > right if op == "Gt" else left < right
+    return False
+
+
+def term_matches(term: Any, labels: Mapping[str, str], node_name: str) -> bool:
+    """A nodeSelectorTerm matches when all its requirements do; an empty term matches nothing (k8s)."""
+    return bool(term.requirements) and all(_requirement_matches(r, labels, node_name) for r in term.requirements)
+
+
+def matches_node_selector(task: Any, node: Any) -> bool:
+    labels = node.labels
+    return all(labels.get(k) == v for k, v in task.pod.node_selector.items())
+
+
+def matches_required_affinity(task: Any, node: Any) -> bool:
+    terms = task.pod.required_affinity
+    return not terms or any(term_matches(t, node.labels, node.name) for t in terms)
+
+
+def preferred_affinity_weight(task: Any, node: Any) -> int:
+    return sum(p.weight for p in task.pod.preferred_affinity if term_matches(p.term, node.labels, node.name))
+
+
+def _tolerated(taint: Any, tolerations: Iterable[Any]) -> bool:
+    for tol in tolerations:
+        if tol.effect and tol.effect != taint.effect:
+            continue
+        if tol.operator == "Exists":
+            if not tol.key or tol.key == taint.key:
+                return True
+        elif tol.key == taint.key and tol.value == taint.value:
+            return True
+    return False
+
+
+def tolerates_taints(task: Any, node: Any, effects: Iterable[str]) -> bool:
+    wanted = set(effects)
+    return all(_tolerated(t, task.pod.tolerations) for t in node.spec.taints if t.effect in wanted)
+
+
+def intolerable_taints(task: Any, node: Any, effect: str) -> int:
+    return sum(1 for t in node.spec.taints if t.effect == effect and not _tolerated(t, task.pod.tolerations))
+
+
+# ------------------------------------------------------------------------------------- water filling
+def water_fill(queues: list[Any], cluster_total: Resources, caps: Mapping[Any, Resources],
+               requests: Mapping[Any, Resources]) -> dict[Any, Resources]:
+    """Proportion's deserved: split `cluster_total` by weight, clamped to capability and request, raised
+    to guarantee, repeated over unmet queues until nothing is left to give (reference §8).
+
+    Arithmetic is exact (fractions) and the result is rounded down to whole units, which keeps every
+    `allocated + request <= deserved` test identical to Volcano's for integer requests.
+    """
+    from fractions import Fraction
+
+    def fmin(a: dict[str, Fraction], b: Mapping[str, int], unlimited_missing: bool) -> dict[str, Fraction]:
+        out = {}
+        for k in set(a) | set(b):
+            if k not in b and unlimited_missing:
+                out[k] = a.get(k, Fraction(0))
+            else:
+                out[k] = min(a.get(k, Fraction(0)), Fraction(b.get(k, 0)))
+        return out
+
+    deserved: dict[Any, dict[str, Fraction]] = {q: {} for q in queues}
+    met: set[Any] = set()
+    remaining = {k: Fraction(v) for k, v in cluster_total.items()}
+    while True:
+        active = [q for q in queues if q not in met]
+        weight = sum(q.weight for q in active)
+        if weight == 0:
+            break
+        old_remaining = dict(remaining)
+        increased: dict[str, Fraction] = {}
+        decreased: dict[str, Fraction] = {}
+        for q in active:
+            old = dict(deserved[q])
+            new = {k: old.get(k, Fraction(0)) + v * q.weight / weight for k, v in remaining.items()}
+            new = fmin(new, caps.get(q, ZERO), unlimited_missing=True) if q in caps else new
+            new = fmin(new, requests.get(q, ZERO), unlimited_missing=False)
+            for k, v in q.guarantee.items():
+                new[k] = max(new.get(k, Fraction(0)), Fraction(v))
+            deserved[q] = new
+            request = requests.get(q, ZERO)
+            if all(request.get(k, 0) <= new.get(k, 0) for k in request) or new == old:
+                met.add(q)
+            for k in set(new) | set(old):
+                d = new.get(k, Fraction(0)) - old.get(k, Fraction(0))
+                if d > 0:
+                    increased[k] = increased.get(k, Fraction(0)) + d
+                elif d < 0:
+                    decreased[k] = decreased.get(k, Fraction(0)) - d
+        for k in set(remaining) | set(increased) | set(decreased):
+            remaining[k] = remaining.get(k, Fraction(0)) - increased.get(k, Fraction(0)) + decreased.get(k, Fraction(0))
+        empty = all(v < Fraction(1, 10) for k, v in remaining.items() if k != PODS)
+        if empty or remaining == old_remaining:
+            break
+    return {q: Resources({k: int(v) for k, v in d.items()}) for q, d in deserved.items()}
+
+
+def _argument_placeholder(key: str, default: float) -> float:  # replaced per module at lowering time
+    return default
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "compare": compare,
+    "le": lambda a, b: a.le(b),
+    "le_on": lambda a, b, names: a.le_on_dims_of(b, names),
+    "dims": lambda r: sorted(r.dims()),
+    "get": lambda r, name: r.get(name, 0),
+    "without": lambda r, name: r.without(name),
+    "only": lambda r, names: r.only(names),
+    "min_each": min_each,
+    "max_each": max_each,
+    "positive": lambda r: r.clamp_min_zero(),
+    "is_empty": lambda r: r.is_empty(),
+    "share": share,
+    "share_on": share_on,
+    "ratio": ratio,
+    "maximum": max,
+    "minimum": min,
+    "contains": lambda xs, x: x in xs,
+    "len": len,
+    "keys": lambda m: list(m),
+    "split": lambda text: [x.strip() for x in str(text).split(",") if x.strip()],
+    "cap_by": lambda a, cap: cap_by(a, cap),
+    "argument": _argument_placeholder,
+    "water_fill": water_fill,
+    "matches_node_selector": matches_node_selector,
+    "matches_required_affinity": matches_required_affinity,
+    "preferred_affinity_weight": preferred_affinity_weight,
+    "tolerates_taints": tolerates_taints,
+    "intolerable_taints": intolerable_taints,
+    "half": lambda x: x / 2,
+    "abs": abs,
+    "floor": lambda x: int(x // 1),
+    "float": float,
+    "str": str,
+}

@@ -1,0 +1,171 @@
+"""The solver-neutral term language rules compile to.
+
+Terms are frozen dataclasses with no evaluation logic: `compile.evaluate` turns them into fast Python
+closures for exact evaluation inside a session, and `vpolicy.solve.backend_z3` translates the arithmetic
+and logical fragment to Z3 (memoised). Smart constructors (`op`, `cond`) fold constants, so a parameter
+set to its default or a flag switched off leaves no trace in the compiled term (Cedar's factory.rs).
+
+Names are resolved before terms are built: `Var` is a local (rule parameter, `let`, aggregate or select
+variable), `SessionRef` a module-level session constant evaluated when the session opens.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from vpolicy.source import Span
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    """Where a constraint came from: the rule's id (`plugin.rule`) and span, kept with every term."""
+
+    rule_id: str
+    span: Span
+    text: str = ""
+
+    @property
+    def location(self) -> str:
+        return self.span.short
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRef:
+    module: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetAttr:
+    obj: "Term"
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetIndex:
+    obj: "Term"
+    key: "Term"
+
+
+@dataclass(frozen=True, slots=True)
+class Apply:
+    """A built-in function from `vpolicy.lang.builtins.FUNCTIONS`."""
+
+    func: str
+    args: tuple["Term", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CallUser:
+    """A call of a module-level helper function (`let f(x: T) = ...`); may be recursive."""
+
+    module: str
+    func: str
+    params: tuple[str, ...]
+    args: tuple["Term", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """and, or, not, neg, + - * /, == != < <= > >=; `<=` etc. on resources compare every dimension."""
+
+    op: str
+    args: tuple["Term", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Cond:
+    test: "Term"
+    then: "Term"
+    orelse: "Term"
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    name: str
+    value: "Term"
+    body: "Term"
+
+
+@dataclass(frozen=True, slots=True)
+class Agg:
+    func: str  # sum | count | all | any | max | min | list
+    var: str
+    source: "Term"
+    where: "Term | None"
+    body: "Term | None"
+
+
+@dataclass(frozen=True, slots=True)
+class Select:
+    var: str
+    source: "Term"
+    group_key: "Term | None"
+    group_start: "Term | None"
+    state: str | None
+    when: "Term"
+    then: "Term | None"
+    after: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    parts: tuple["str | Term", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceVec:
+    entries: tuple[tuple[str, "Term"], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListOf:
+    items: tuple["Term", ...]
+
+
+Term = Const | Var | SessionRef | GetAttr | GetIndex | Apply | CallUser | Op | Cond | Bind | Agg | Select | Text | ResourceVec | ListOf
+
+_FOLDABLE: dict[str, Callable[..., Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul,
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "neg": operator.neg,
+}
+
+
+def op(name: str, *args: Term) -> Term:
+    """Build an operator term, folding constants and boolean identities."""
+    if name == "and":
+        flat = [a for a in args if a != Const(True)]
+        if any(a == Const(False) for a in flat):
+            return Const(False)
+        return flat[0] if len(flat) == 1 else Const(True) if not flat else Op("and", tuple(flat))
+    if name == "or":
+        flat = [a for a in args if a != Const(False)]
+        if any(a == Const(True) for a in flat):
+            return Const(True)
+        return flat[0] if len(flat) == 1 else Const(False) if not flat else Op("or", tuple(flat))
+    if name == "not" and isinstance(args[0], Const):
+        return Const(not args[0].value)
+    folder = _FOLDABLE.get(name)
+    if folder is not None and all(isinstance(a, Const) and isinstance(a.value, (int, float)) for a in args):
+        return Const(folder(*(a.value for a in args)))  # type: ignore[union-attr]  # reason: checked Const above
+    return Op(name, args)
+
+
+def cond(test: Term, then: Term, orelse: Term) -> Term:
+    if isinstance(test, Const):
+        return then if test.value else orelse
+    if then == orelse:
+        return then
+    return Cond(test, then, orelse)

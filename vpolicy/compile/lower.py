@@ -1,0 +1,255 @@
+"""Lowering: a checked rule module plus its settings -> compiled rules (IR terms and closures).
+
+Stage by stage (each named and timed by `stages`): resolve parameters from the conf's `arguments` or a
+policy's `use {...}` settings (typed, defaults from the module), fold them in as constants, inline helper
+`let` functions, turn parameterless module `let`s into session constants, and compile every rule body to
+an IR term labelled with the rule (`ir.Label`) and to a closure for exact evaluation.
+
+It does not read files (the harness hands it parsed modules) and knows nothing of sessions: the engine's
+runtime calls the closures with session objects bound to the rule's parameter names.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Mapping
+
+from vpolicy.compile import evaluate, ir
+from vpolicy.compile.functions import FUNCTIONS
+from vpolicy.errors import Diagnostic, PolicyError
+from vpolicy.lang import ast
+from vpolicy.model.quantity import parse_quantity
+
+
+GLOBAL_NAMES = ("cluster",)
+_fresh = itertools.count()
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRule:
+    plugin: str
+    name: str
+    callback: str
+    params: tuple[str, ...]
+    term: ir.Term
+    fn: evaluate.Closure
+    label: ir.Label
+    reason: evaluate.Closure | None = None
+    message: evaluate.Closure | None = None
+    unresolvable: bool = False
+    normalize_weight: evaluate.Closure | None = None
+    normalize_reverse: bool = False
+
+    def call(self, env: dict[str, Any], *args: Any) -> Any:
+        for name, value in zip(self.params, args):
+            env[name] = value
+        return self.fn(env)
+
+
+@dataclass(slots=True)
+class CompiledModule:
+    name: str
+    file: str
+    rules: dict[str, list[CompiledRule]] = field(default_factory=dict)  # callback -> rules, in file order
+    session_lets: list[tuple[str, ir.Term, evaluate.Closure]] = field(default_factory=list)
+    properties: list[tuple[str, ir.Term, evaluate.Closure, ir.Label]] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def compile_module(module: ast.Module, settings: Mapping[str, Any] | None = None) -> CompiledModule:
+    """Compile a `plugin` module with the given argument settings (conf `arguments` or `use {...}`)."""
+    return _Lowerer(module, dict(settings or {})).run()
+
+
+class _Lowerer:
+    def __init__(self, module: ast.Module, settings: dict[str, Any]):
+        self.module = module
+        self.settings = settings
+        self.diags: list[Diagnostic] = []
+        self.params: dict[str, ir.Term] = {}
+        self.functions: dict[str, ast.LetDecl] = {}
+        self.session: set[str] = set()
+        self.arguments = settings  # raw arguments, for the `argument(key, default)` built-in
+        self.fns = dict(FUNCTIONS)
+        self.fns["argument"] = self._argument
+        self.user_closures: dict[str, evaluate.Closure] = {}
+
+    def _compile(self, term: ir.Term) -> evaluate.Closure:
+        return evaluate.compile_term(term, self.fns, self.user_closures)
+
+    def _argument(self, key: str, default: Any) -> Any:
+        raw = self.arguments.get(key)
+        if raw is None:
+            return default
+        try:
+            return float(raw)
+        except (TypeError, ValueError):
+            return default
+
+    def run(self) -> CompiledModule:
+        out = CompiledModule(name=self.module.name, file=self.module.file)
+        for decl in self.module.decls:
+            if isinstance(decl, ast.LetDecl) and decl.params is not None:
+                self.functions[decl.name] = decl
+        for decl in self.module.decls:
+            if isinstance(decl, ast.Param):
+                value = self._param_value(decl)
+                self.params[decl.name] = ir.Const(value)
+                out.params[decl.name] = value
+            elif isinstance(decl, ast.LetDecl):
+                if decl.params is None:
+                    term = self.lower(decl.value, {})
+                    out.session_lets.append((decl.name, term, self._compile(term)))
+                    self.session.add(decl.name)
+            elif isinstance(decl, ast.Rule):
+                rule = self._rule(decl)
+                out.rules.setdefault(rule.callback, []).append(rule)
+            elif isinstance(decl, ast.Property):
+                term = self.lower(decl.body, {})
+                label = ir.Label(f"{self.module.name}.{decl.name}", decl.span, decl.doc)
+                out.properties.append((decl.name, term, self._compile(term), label))
+        for name, fn in self.functions.items():
+            scope = {b.name: f"{name}.{b.name}" for b in fn.params or ()}
+            self.user_closures[name] = self._compile(self.lower(fn.value, scope))
+        if self.diags:
+            raise PolicyError(self.diags)
+        return out
+
+    # parameters ----------------------------------------------------------------------------------
+    def _param_value(self, decl: ast.Param) -> Any:
+        key = decl.conf_key if getattr(decl, "conf_key", None) else decl.name
+        raw = self.settings.get(key, self.settings.get(decl.name))
+        if raw is None:
+            term = self.lower(decl.default, {})
+            return term.value if isinstance(term, ir.Const) else self._compile(term)({})
+        kind = decl.type.name
+        try:
+            if kind == "bool":
+                if isinstance(raw, bool):
+                    return raw
+                text = str(raw).strip().lower()
+                if text not in ("true", "false"):
+                    raise ValueError(raw)
+                return text == "true"
+            if kind == "int":
+                return int(str(raw).strip())
+            if kind == "number":
+                return float(str(raw).strip())
+            if kind == "string":
+                return str(raw)
+        except ValueError:
+            self.diags.append(Diagnostic(
+                "compile.bad-argument", f"argument '{key}' of plugin '{self.module.name}' must be {kind}, got {raw!r}",
+                decl.span, help=f"give '{key}' a {kind} value"))
+            return None
+        return raw
+
+    # rules ---------------------------------------------------------------------------------------
+    def _rule(self, decl: ast.Rule) -> CompiledRule:
+        scope = {b.name: b.name for b in decl.params}
+        term = self.lower(decl.body, scope)
+        label = ir.Label(f"{self.module.name}.{decl.name}", decl.span, decl.doc)
+
+        def text(node: ast.Interp | None) -> evaluate.Closure | None:
+            return self._compile(self.lower(node, scope)) if node is not None else None
+        weight = None
+        if decl.normalize is not None:
+            weight = self._compile(self.lower(decl.normalize.weight, scope))
+        return CompiledRule(
+            plugin=self.module.name, name=decl.name, callback=decl.callback,
+            params=tuple(b.name for b in decl.params), term=term,
+            fn=self._compile(term), label=label,
+            reason=text(decl.reason), message=text(decl.message), unresolvable=decl.unresolvable,
+            normalize_weight=weight, normalize_reverse=bool(decl.normalize and decl.normalize.reverse))
+
+    # expressions ---------------------------------------------------------------------------------
+    def lower(self, e: Any, scope: dict[str, str]) -> ir.Term:  # noqa: C901  # reason: one case per node kind
+        if isinstance(e, ast.Literal):
+            if e.kind == "quantity":
+                return ir.Const(_quantity_number(str(e.value)))
+            return ir.Const(e.value)
+        if isinstance(e, ast.VoteLit):
+            return ir.Const({"permit": 1, "reject": -1, "abstain": 0}[e.value])
+        if isinstance(e, ast.Name):
+            return self._name(e, scope)
+        if isinstance(e, ast.Attr):
+            return ir.GetAttr(self.lower(e.obj, scope), e.name)
+        if isinstance(e, ast.Index):
+            return ir.GetIndex(self.lower(e.obj, scope), self.lower(e.key, scope))
+        if isinstance(e, ast.Call):
+            return self._call(e, scope)
+        if isinstance(e, ast.Unary):
+            return ir.op("not" if e.op == "not" else "neg", self.lower(e.operand, scope))
+        if isinstance(e, ast.Binary):
+            return ir.op(e.op, self.lower(e.left, scope), self.lower(e.right, scope))
+        if isinstance(e, ast.If):
+            return ir.cond(self.lower(e.cond, scope), self.lower(e.then, scope), self.lower(e.orelse, scope))
+        if isinstance(e, ast.Let):
+            fresh = f"{e.name}#{next(_fresh)}"
+            value = self.lower(e.value, scope)
+            return ir.Bind(fresh, value, self.lower(e.body, {**scope, e.name: fresh}))
+        if isinstance(e, ast.Aggregate):
+            fresh = f"{e.var}#{next(_fresh)}"
+            inner = {**scope, e.var: fresh}
+            return ir.Agg(e.func, fresh, self.lower(e.source, scope),
+                          self.lower(e.where, inner) if e.where is not None else None,
+                          self.lower(e.body, inner) if e.body is not None else None)
+        if isinstance(e, ast.Select):
+            var = f"{e.var}#{next(_fresh)}"
+            inner = {**scope, e.var: var}
+            state = f"{e.state}#{next(_fresh)}" if e.state else None
+            with_state = {**inner, e.state: state} if e.state and state else inner
+            return ir.Select(
+                var, self.lower(e.source, scope),
+                self.lower(e.group_key, inner) if e.group_key is not None else None,
+                self.lower(e.group_start, inner) if e.group_start is not None else None,
+                state, self.lower(e.when, with_state),
+                self.lower(e.then, with_state) if e.then is not None else None,
+                after=getattr(e, "after", False))
+        if isinstance(e, ast.Interp):
+            return ir.Text(tuple(p if isinstance(p, str) else self.lower(p, scope) for p in e.parts))
+        if isinstance(e, ast.ResourceLit):
+            return ir.ResourceVec(tuple((k, self._resource_entry(k, v, scope)) for k, v in e.entries))
+        if isinstance(e, ast.ListLit):
+            return ir.ListOf(tuple(self.lower(x, scope) for x in e.items))
+        raise TypeError(f"cannot lower {e!r}")
+
+    def _resource_entry(self, name: str, value: Any, scope: dict[str, str]) -> ir.Term:
+        if isinstance(value, ast.Literal) and value.kind in ("int", "number", "quantity"):
+            return ir.Const(parse_quantity(str(value.value), name))
+        return self.lower(value, scope)
+
+    def _name(self, e: ast.Name, scope: dict[str, str]) -> ir.Term:
+        if e.id in scope:
+            return ir.Var(scope[e.id])
+        if e.id in self.params:
+            return self.params[e.id]
+        if e.id in self.session:
+            return ir.SessionRef(self.module.name, e.id)
+        if e.id in GLOBAL_NAMES:
+            return ir.Var(e.id)
+        if e.id in ("none",):
+            return ir.Const(None)
+        self.diags.append(Diagnostic("compile.unknown-name", f"unknown name '{e.id}'", e.span))
+        return ir.Const(None)
+
+    def _call(self, e: ast.Call, scope: dict[str, str]) -> ir.Term:
+        args = [self.lower(a, scope) for a in e.args]
+        fn = self.functions.get(e.func)
+        if fn is not None and fn.params is not None:
+            params = tuple(f"{fn.name}.{b.name}" for b in fn.params)
+            return ir.CallUser(self.module.name, fn.name, params, tuple(args))
+        if e.func not in self.fns:
+            self.diags.append(Diagnostic("compile.unknown-function", f"unknown function '{e.func}'", e.span))
+            return ir.Const(None)
+        return ir.Apply(e.func, tuple(args))
+
+
+def _quantity_number(text: str) -> float | int:
+    """A bare quantity (`4Gi`, `500m`) as a plain number in its natural unit."""
+    milli = parse_quantity(text, "cpu")  # cpu scale: value * 1000, exact
+    value = Fraction(milli, 1000)
+    return int(value) if value.denominator == 1 else float(value)
+
+

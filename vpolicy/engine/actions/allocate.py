@@ -1,0 +1,117 @@
+"""allocate: place pending tasks of Inqueue jobs, queue by queue, one job per turn (reference §4.2).
+
+Queues are served round-robin in the policy's queue order (re-ranked after every turn); an overused
+queue drops out. A job's turn places tasks in task order until the job is ready, then the statement is
+committed (tasks dispatched to bind). A gang that ends only pipelined keeps its placements unbound; one
+that is neither ready nor pipelined is discarded, all or nothing.
+"""
+from __future__ import annotations
+
+from vpolicy.engine.actions.context import ActionContext
+from vpolicy.engine.heap import PriorityQueue
+from vpolicy.engine.placement import FitErrors
+from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
+from vpolicy.engine.statement import Statement
+from vpolicy.model.snapshot import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
+
+
+def run(ctx: ActionContext) -> None:
+    rt = ctx.runtime
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
+    jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
+    for job in ctx.state.jobs.values():
+        if job.phase == PodGroupPhase.PENDING.value:
+            if "enqueue" in ctx.actions:
+                ctx.job_reasons.setdefault(job.key, "podgroup is Pending: not enqueued yet")
+                continue
+            job.phase = PodGroupPhase.INQUEUE.value
+        invalid = rt.job_valid(job)
+        if invalid is not None:
+            ctx.job_reasons[job.key] = f"{invalid.reason}: {invalid.message}"
+            continue
+        tasks = ctx.pending_tasks(job)
+        if not tasks:
+            continue
+        worksheets[job.key] = PriorityQueue(rt.task_before, tasks)
+        if job.queue.name not in jobs_by_queue:
+            jobs_by_queue[job.queue.name] = PriorityQueue(rt.job_before)
+            queues.push(job.queue)
+        jobs_by_queue[job.queue.name].push(job)
+
+    while not queues.empty():
+        queue = queues.pop()
+        if rt.overused(queue):
+            for job in _drain(jobs_by_queue.get(queue.name)):
+                ctx.job_reasons.setdefault(job.key, f"queue {queue.name} is overused")
+            continue
+        jobs = jobs_by_queue.get(queue.name)
+        if jobs is None or jobs.empty():
+            continue
+        job = jobs.pop()
+        tasks = worksheets[job.key]
+        stmt = allocate_tasks(ctx, job, tasks)
+        if stmt is not None and rt.job_ready(job):
+            stmt.commit()
+            if not tasks.empty():
+                jobs.push(job)
+        queues.push(queue)
+
+
+def _drain(jobs: PriorityQueue[JobInfo] | None) -> list[JobInfo]:
+    out = []
+    while jobs is not None and not jobs.empty():
+        out.append(jobs.pop())
+    return out
+
+
+def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: PriorityQueue[TaskInfo]) -> Statement | None:
+    rt = ctx.runtime
+    stmt = ctx.statement()
+    failed_roles: set[str] = set()
+    while not tasks.empty():
+        task = tasks.pop()
+        if not rt.allocatable(job.queue, task):
+            ctx.job_reasons.setdefault(job.key, f"queue {job.queue.name} cannot take more (allocatable)")
+            continue
+        if task.role in failed_roles:
+            continue
+        errors = FitErrors()
+        nodes = ctx.placement.feasible_nodes(task, errors)
+        if not nodes:
+            ctx.fit_errors[task.uid] = errors
+            failed_roles.add(task.role)
+            if not _continue_allocating(job, failed_roles):
+                break
+            continue
+        node, fits_idle = ctx.placement.best_node(task, nodes)
+        if fits_idle:
+            stmt.allocate(task, node.name)
+        else:
+            stmt.pipeline(task, node.name)
+        ctx.fit_errors.pop(task.uid, None)
+        if rt.job_ready(job):
+            break
+    if rt.job_ready(job):
+        return stmt
+    if rt.job_pipelined(job):
+        return stmt
+    stmt.discard()
+    return None
+
+
+def _continue_allocating(job: JobInfo, failed_roles: set[str]) -> bool:
+    """Volcano's NeedContinueAllocating after a task found no node."""
+    if job.min_available >= job.task_count:
+        return False
+    members = job.min_task_member
+    total = sum(members.values())
+    if not members or job.min_available >= total:
+        for role in failed_roles:
+            want = members.get(role, 0)
+            if want and job.role_count(role, ALLOCATED_STATUSES) < want:
+                return False
+        return True
+    hopeful = job.ready_count + sum(1 for t in job.tasks if t.status is TaskStatus.PENDING
+                                    and t.role not in failed_roles)
+    return hopeful >= job.min_available

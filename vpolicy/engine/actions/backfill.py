@@ -1,0 +1,28 @@
+"""backfill: place best-effort tasks (no requests) of admitted jobs anywhere they pass the predicates
+(reference §4.5). A job's allocated tasks are dispatched as soon as the job is ready."""
+from __future__ import annotations
+
+from vpolicy.engine.actions.context import ActionContext
+from vpolicy.engine.heap import PriorityQueue
+from vpolicy.engine.placement import FitErrors
+from vpolicy.engine.state import JobInfo
+
+
+def run(ctx: ActionContext) -> None:
+    rt = ctx.runtime
+    jobs: PriorityQueue[JobInfo] = PriorityQueue(
+        lambda l, r: rt.queue_before(l.queue, r.queue) if l.queue is not r.queue else rt.job_before(l, r),
+        ctx.schedulable_jobs())
+    while not jobs.empty():
+        job = jobs.pop()
+        stmt = ctx.statement()
+        for task in ctx.pending_tasks(job, best_effort=True):
+            errors = FitErrors()
+            nodes = ctx.placement.feasible_nodes(task, errors)
+            if not nodes:
+                ctx.fit_errors[task.uid] = errors
+                continue
+            node, _ = ctx.placement.best_node(task, nodes)
+            stmt.allocate(task, node.name)
+        if rt.job_ready(job):
+            stmt.commit()

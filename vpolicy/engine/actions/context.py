@@ -1,0 +1,41 @@
+"""What every action works with: the runtime, the live state, node placement and the session outcome."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vpolicy.engine.placement import FitErrors, Placement
+from vpolicy.engine.runtime import Runtime
+from vpolicy.engine.state import JobInfo, SessionState, TaskInfo
+from vpolicy.engine.statement import Outcome, Statement
+from vpolicy.model.snapshot import PodGroupPhase, TaskStatus
+
+
+@dataclass(slots=True)
+class ActionContext:
+    runtime: Runtime
+    state: SessionState
+    placement: Placement
+    outcome: Outcome
+    actions: tuple[str, ...]
+    fit_errors: dict[str, FitErrors] = field(default_factory=dict)  # task uid -> why it fits nowhere
+    job_reasons: dict[str, str] = field(default_factory=dict)  # job key -> why it was not scheduled
+
+    def statement(self) -> Statement:
+        return Statement(self.state, self.outcome)
+
+    def schedulable_jobs(self) -> list[JobInfo]:
+        """Jobs preempt/reclaim/backfill consider: not Pending, valid, with a queue (reference §4.3)."""
+        jobs = []
+        for job in self.state.jobs.values():
+            if job.phase == PodGroupPhase.PENDING.value:
+                continue
+            invalid = self.runtime.job_valid(job)
+            if invalid is not None:
+                self.job_reasons.setdefault(job.key, f"{invalid.reason}: {invalid.message}")
+                continue
+            jobs.append(job)
+        return jobs
+
+    def pending_tasks(self, job: JobInfo, *, best_effort: bool = False) -> list[TaskInfo]:
+        return [t for t in job.tasks if t.status is TaskStatus.PENDING and not t.pod.scheduling_gated
+                and t.best_effort == best_effort]

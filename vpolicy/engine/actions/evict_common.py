@@ -1,0 +1,42 @@
+"""What preempt and reclaim share: candidate victims on a node and Volcano's victim order."""
+from __future__ import annotations
+
+from typing import Callable
+
+from vpolicy.engine.actions.context import ActionContext
+from vpolicy.engine.heap import PriorityQueue
+from vpolicy.engine.state import NodeInfo, TaskInfo
+
+
+def ordered_victims(ctx: ActionContext, victims: list[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:
+    """Lowest-order first: reverse task order within a job, victim-queue order across queues,
+    reverse job order across jobs (Volcano's BuildVictimsPriorityQueue)."""
+    rt = ctx.runtime
+    preemptor_queue = preemptor.job.queue if preemptor.job else None
+
+    def less(l: TaskInfo, r: TaskInfo) -> bool:
+        if l.job is r.job:
+            return not rt.task_before(l, r)
+        if l.job is not None and r.job is not None and l.job.queue is not r.job.queue and preemptor_queue:
+            return rt.victim_queue_before(l.job.queue, r.job.queue, preemptor_queue)
+        if l.job is None or r.job is None:
+            return False
+        return not rt.job_before(l.job, r.job)
+
+    pq: PriorityQueue[TaskInfo] = PriorityQueue(less, victims)
+    out = []
+    while not pq.empty():
+        out.append(pq.pop())
+    return out
+
+
+def candidates_on(node: NodeInfo, keep: Callable[[TaskInfo], bool]) -> list[TaskInfo]:
+    return [t for t in node.tasks if t.job is not None and keep(t)]
+
+
+def fits_with(victims: list[TaskInfo], preemptor: TaskInfo, node: NodeInfo) -> bool:
+    """Volcano's ValidateVictims: the victims together with FutureIdle could hold the preemptor."""
+    freed = node.future_idle
+    for v in victims:
+        freed = freed + v.resreq
+    return preemptor.resreq.le(freed)

@@ -1,0 +1,109 @@
+"""preempt: starving jobs evict lower-order work inside their own queue (reference §4.3).
+
+Phase A: between jobs of one queue, a statement per preemptor job, committed only when the job is then
+pipelined. Phase B: between tasks of one starving job. Victims are what the policy's `preemptable`
+rules allow (intersection within a tier, first tier with victims), evicted lowest-order first and only
+until the preemptor fits; a node where it never fits gets its evictions rolled back.
+"""
+from __future__ import annotations
+
+from vpolicy.engine.actions.context import ActionContext
+from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims
+from vpolicy.engine.heap import PriorityQueue
+from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
+from vpolicy.engine.statement import Statement
+from vpolicy.model.snapshot import TaskStatus
+
+_PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
+
+
+def run(ctx: ActionContext) -> None:
+    rt = ctx.runtime
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
+    preemptors: dict[str, PriorityQueue[JobInfo]] = {}
+    tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+    under_request: list[JobInfo] = []
+    seen: set[str] = set()
+    for job in ctx.schedulable_jobs():
+        if job.queue.name not in seen:
+            seen.add(job.queue.name)
+            queues.push(job.queue)
+        if rt.job_starving(job):
+            pending = ctx.pending_tasks(job)
+            if not pending:
+                continue
+            under_request.append(job)
+            preemptors.setdefault(job.queue.name, PriorityQueue(rt.job_before)).push(job)
+            tasks[job.key] = PriorityQueue(rt.task_before, pending)
+
+    while not queues.empty():
+        queue = queues.pop()
+        jobs = preemptors.get(queue.name)
+        while jobs is not None and not jobs.empty():
+            job = jobs.pop()
+            stmt = ctx.statement()
+            assigned = False
+            while rt.job_starving(job) and not tasks[job.key].empty():
+                preemptor = tasks[job.key].pop()
+
+                def other_job_same_queue(t: TaskInfo, job: JobInfo = job, p: TaskInfo = preemptor) -> bool:
+                    return (_evictable(t, p) and t.job is not None and t.job.queue is job.queue
+                            and t.job is not job)
+                if preempt_one(ctx, stmt, preemptor, other_job_same_queue):
+                    assigned = True
+            if rt.job_pipelined(job):
+                stmt.commit()
+            else:
+                stmt.discard()
+                continue
+            if assigned:
+                jobs.push(job)
+
+        for job in under_request:
+            own: PriorityQueue[TaskInfo] = PriorityQueue(rt.task_before, ctx.pending_tasks(job))
+            while not own.empty():
+                preemptor = own.pop()
+                stmt = ctx.statement()
+
+                def same_job(t: TaskInfo, job: JobInfo = job, p: TaskInfo = preemptor) -> bool:
+                    return _evictable(t, p) and t.job is job
+                assigned = preempt_one(ctx, stmt, preemptor, same_job)
+                stmt.commit()
+                if not assigned:
+                    break
+
+
+def _evictable(task: TaskInfo, preemptor: TaskInfo) -> bool:
+    if task.status not in _PREEMPTABLE_STATUSES or not task.preemptable:
+        return False
+    return not (preemptor.best_effort and not task.best_effort)
+
+
+def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep) -> bool:  # type: ignore[no-untyped-def]  # reason: predicate closure
+    rt = ctx.runtime
+    if preemptor.pod.preemption_policy == "Never" or preemptor.job is None:
+        return False
+    queue = preemptor.job.queue
+    nodes = ctx.placement.ordered_by_score(preemptor, ctx.placement.preempt_nodes(preemptor))
+    for node in nodes:
+        candidates = candidates_on(node, keep)
+        victims, rule = rt.victims("preemptable", preemptor, candidates)
+        if not victims or not fits_with(victims, preemptor, node):
+            continue
+        local = ctx.statement()
+        for victim in ordered_victims(ctx, victims, preemptor):
+            if _fits(ctx, queue, preemptor, node):
+                break
+            local.evict(victim, action="preempt", for_job=preemptor.job.key,
+                        rule=rule.label.location if rule else "")
+        if _fits(ctx, queue, preemptor, node):
+            local.pipeline(preemptor, node.name)
+            stmt.merge(local)
+            return True
+        local.discard()
+    return False
+
+
+def _fits(ctx: ActionContext, queue: QueueInfo, task: TaskInfo, node) -> bool:  # type: ignore[no-untyped-def]  # reason: NodeInfo
+    return (ctx.runtime.allocatable(queue, task) and task.resreq.le(node.future_idle)
+            and ctx.runtime.predicate(task, node) is None)

@@ -1,0 +1,81 @@
+"""reclaim: starving jobs take back resources from other, reclaimable queues (reference §4.4).
+
+Queues in queue order (overused ones skipped), jobs in job order, one statement per job committed only
+if the job is then pipelined. Victims are Running, preemptable tasks of jobs in other reclaimable
+queues that the policy's `reclaimable` rules allow; nodes are visited in node order, not by score.
+"""
+from __future__ import annotations
+
+from vpolicy.engine.actions.context import ActionContext
+from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims
+from vpolicy.engine.heap import PriorityQueue
+from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
+from vpolicy.engine.statement import Statement
+from vpolicy.model.snapshot import TaskStatus
+
+
+def run(ctx: ActionContext) -> None:
+    rt = ctx.runtime
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
+    preemptors: dict[str, PriorityQueue[JobInfo]] = {}
+    tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+    for job in ctx.schedulable_jobs():
+        if not rt.job_starving(job):
+            continue
+        pending = ctx.pending_tasks(job)
+        if not pending:
+            continue
+        if job.queue.name not in preemptors:
+            preemptors[job.queue.name] = PriorityQueue(rt.job_before)
+            queues.push(job.queue)
+        preemptors[job.queue.name].push(job)
+        tasks[job.key] = PriorityQueue(rt.task_before, pending)
+
+    while not queues.empty():
+        queue = queues.pop()
+        if rt.overused(queue):
+            continue
+        jobs = preemptors[queue.name]
+        if jobs.empty():
+            continue
+        job = jobs.pop()
+        stmt = ctx.statement()
+        while rt.job_starving(job) and not tasks[job.key].empty():
+            task = tasks[job.key].pop()
+            if task.pod.preemption_policy == "Never" or not rt.preemptive(queue, task):
+                continue
+            reclaim_one(ctx, stmt, task, job)
+        if rt.job_pipelined(job):
+            stmt.commit()
+        else:
+            stmt.discard()
+        queues.push(queue)
+
+
+def reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInfo) -> bool:
+    rt = ctx.runtime
+
+    def reclaimee(t: TaskInfo) -> bool:
+        return (t.status is TaskStatus.RUNNING and t.preemptable and t.job is not None
+                and t.job.queue is not job.queue and t.job.queue.reclaimable)
+
+    for node in ctx.placement.preempt_nodes(task):
+        candidates = candidates_on(node, reclaimee)
+        if not candidates:
+            continue
+        victims, rule = rt.victims("reclaimable", task, candidates)
+        if not victims or not fits_with(victims, task, node):
+            continue
+        local = ctx.statement()
+        available = node.future_idle
+        for victim in ordered_victims(ctx, victims, task):
+            if task.resreq.le(available):
+                break
+            local.evict(victim, action="reclaim", for_job=job.key, rule=rule.label.location if rule else "")
+            available = available + victim.resreq
+        if task.resreq.le(available):
+            local.pipeline(task, node.name)
+            stmt.merge(local)
+            return True
+        local.discard()
+    return False

@@ -1,0 +1,64 @@
+"""Go's container/heap, exactly: Volcano's PriorityQueue is built on it, and its quirks are behaviour.
+
+Volcano compares *live* values (a queue's share changes after each placement) inside a binary heap, so
+the heap is not always consistent; which job or queue pops next depends on the precise sift-up and
+sift-down steps. Reproducing them is the only way to pop in Volcano's order.
+"""
+from __future__ import annotations
+
+from typing import Callable, Generic, Iterable, TypeVar
+
+T = TypeVar("T")
+
+
+class PriorityQueue(Generic[T]):
+    def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = ()):
+        self._less = less
+        self._items: list[T] = []
+        for item in items:
+            self.push(item)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def push(self, item: T) -> None:
+        self._items.append(item)
+        self._up(len(self._items) - 1)
+
+    def pop(self) -> T:
+        n = len(self._items) - 1
+        self._swap(0, n)
+        self._down(0, n)
+        return self._items.pop()
+
+    def _swap(self, i: int, j: int) -> None:
+        self._items[i], self._items[j] = self._items[j], self._items[i]
+
+    def _lt(self, i: int, j: int) -> bool:
+        return self._less(self._items[i], self._items[j])
+
+    def _up(self, j: int) -> None:
+        while j > 0:
+            i = (j - 1) // 2
+            if i == j or not self._lt(j, i):
+                break
+            self._swap(i, j)
+            j = i
+
+    def _down(self, i0: int, n: int) -> None:
+        i = i0
+        while True:
+            j1 = 2 * i + 1
+            if j1 >= n:
+                break
+            j = j1
+            j2 = j1 + 1
+            if j2 < n and self._lt(j2, j1):
+                j = j2
+            if not self._lt(j, i):
+                break
+            self._swap(i, j)
+            i = j

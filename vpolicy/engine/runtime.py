@@ -1,0 +1,223 @@
+"""The session's view of the policy: compiled rules grouped into Volcano tiers, combined as Volcano does.
+
+Each callback (`job_order`, `predicate`, `preemptable`, ...) has one combination rule (reference §3):
+first non-zero for orders, AND for readiness, votes per tier for pipelined/enqueueable, intersection
+within a tier for victims, sum for node scores. This module is that table, plus session opening: each
+plugin's session constants (`let` without parameters) are evaluated once, in file order.
+
+It knows nothing of actions (see `actions`); it never changes session state.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from vpolicy.compile.lower import CompiledModule, CompiledRule
+from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, SessionState, TaskInfo
+from vpolicy.lang.builtins import CALLBACKS
+
+
+@dataclass(frozen=True, slots=True)
+class PluginInstance:
+    """One plugin of one tier: its compiled module and its enable flags from the conf."""
+
+    name: str
+    module: CompiledModule
+    flags: dict[str, bool]
+
+    def rules(self, callback: str) -> list[CompiledRule]:
+        flag = CALLBACKS[callback].flag
+        if flag is not None and not self.flags.get(flag, True):
+            return []
+        return self.module.rules.get(callback, [])
+
+
+@dataclass(frozen=True, slots=True)
+class PredicateFailure:
+    reason: str
+    unresolvable: bool
+    rule: CompiledRule
+
+
+@dataclass(frozen=True, slots=True)
+class JobInvalid:
+    reason: str
+    message: str
+    rule: CompiledRule
+
+
+class Runtime:
+    def __init__(self, tiers: Sequence[Sequence[PluginInstance]], state: SessionState, *, now: float = 0.0):
+        self.tiers = [list(t) for t in tiers]
+        self.state = state
+        self.env: dict[str, Any] = {"cluster": state.cluster, "$session": {}, "$now": now}
+        self.calls = 0
+        for tier in self.tiers:
+            for plugin in tier:
+                for name, _term, fn in plugin.module.session_lets:
+                    self.env["$session"][(plugin.module.name, name)] = fn(self.env)
+        self._by_callback: dict[str, list[list[tuple[PluginInstance, list[CompiledRule]]]]] = {}
+        for callback in CALLBACKS:
+            per_tier = []
+            for tier in self.tiers:
+                entries = [(p, p.rules(callback)) for p in tier]
+                per_tier.append([(p, rs) for p, rs in entries if rs])
+            self._by_callback[callback] = per_tier
+
+    def has(self, callback: str) -> bool:
+        return any(self._by_callback[callback])
+
+    def _rules(self, callback: str) -> list[CompiledRule]:
+        return [r for tier in self._by_callback[callback] for _p, rules in tier for r in rules]
+
+    def _call(self, rule: CompiledRule, *args: Any) -> Any:
+        self.calls += 1
+        return rule.call(self.env, *args)
+
+    # orders: first non-zero ----------------------------------------------------------------------
+    def _order(self, callback: str, l: Any, r: Any) -> int:
+        for rule in self._rules(callback):
+            v = self._call(rule, l, r)
+            if v:
+                return -1 if v < 0 else 1
+        return 0
+
+    def queue_before(self, l: QueueInfo, r: QueueInfo) -> bool:
+        v = self._order("queue_order", l, r)
+        if v:
+            return v < 0
+        if l.creation != r.creation:
+            return l.creation < r.creation
+        return l.name < r.name
+
+    def job_before(self, l: JobInfo, r: JobInfo) -> bool:
+        v = self._order("job_order", l, r)
+        if v:
+            return v < 0
+        if l.creation != r.creation:
+            return l.creation < r.creation
+        return l.uid < r.uid if l.uid != r.uid else l.key < r.key
+
+    def task_before(self, l: TaskInfo, r: TaskInfo) -> bool:
+        v = self._order("task_order", l, r)
+        if v:
+            return v < 0
+        return default_task_before(l, r)
+
+    def victim_queue_before(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> bool:
+        for rule in self._rules("victim_queue_order"):
+            v = self._call(rule, l, r, preemptor)
+            if v:
+                return v < 0
+        return not self.queue_before(l, r)
+
+    # job-level predicates --------------------------------------------------------------------------
+    def job_valid(self, job: JobInfo) -> JobInvalid | None:
+        for rule in self._rules("job_valid"):
+            if not self._call(rule, job):
+                reason = rule.reason(self.env) if rule.reason else rule.name
+                message = rule.message(self.env) if rule.message else reason
+                return JobInvalid(reason, message, rule)
+        return None
+
+    def _all(self, callback: str, *args: Any) -> bool:
+        return all(self._call(rule, *args) for rule in self._rules(callback))
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return self._all("job_ready", job)
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self._all("allocatable", queue, task)
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self._all("preemptive", queue, task)
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(self._call(rule, queue) for rule in self._rules("overused"))
+
+    def _vote(self, callback: str, job: JobInfo) -> bool:
+        for tier in self._by_callback[callback]:
+            permitted = False
+            for _plugin, rules in tier:
+                for rule in rules:
+                    v = self._call(rule, job)
+                    if v < 0:
+                        return False
+                    if v > 0:
+                        permitted = True
+            if permitted:
+                return True
+        return True
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self._vote("job_pipelined", job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self._vote("job_enqueueable", job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        for tier in self._by_callback["job_starving"]:
+            if tier:
+                return all(self._call(rule, job) for _p, rules in tier for rule in rules)
+        return False
+
+    # nodes -----------------------------------------------------------------------------------------
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> PredicateFailure | None:
+        for rule in self._rules("predicate"):
+            if not self._call(rule, task, node):
+                reason = rule.reason(self.env) if rule.reason else f"rule {rule.label.rule_id} failed"
+                return PredicateFailure(reason, rule.unresolvable, rule)
+        return None
+
+    def node_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
+        scores = {n.name: 0.0 for n in nodes}
+        for rule in self._rules("node_order"):
+            raw = {n.name: float(self._call(rule, task, n)) for n in nodes}
+            if rule.normalize_weight is not None:
+                weight = float(rule.normalize_weight(self.env))
+                if weight == 0:
+                    continue
+                top = max(raw.values(), default=0.0)
+                for name, v in raw.items():
+                    if top == 0:
+                        norm = 100.0 if rule.normalize_reverse else 0.0
+                    else:
+                        norm = 100.0 * v / top
+                        if rule.normalize_reverse:
+                            norm = 100.0 - norm
+                    scores[name] += int(norm) * weight
+            else:
+                for name, v in raw.items():
+                    scores[name] += v
+        return scores
+
+    # victims: intersection inside a tier, first tier with victims wins --------------------------------
+    def victims(self, callback: str, preemptor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], CompiledRule | None]:
+        for tier in self._by_callback[callback]:
+            chosen: dict[str, TaskInfo] | None = None
+            first_rule: CompiledRule | None = None
+            vetoed = False
+            for _plugin, rules in tier:
+                for rule in rules:
+                    result = self._call(rule, preemptor, list(candidates))
+                    if not result:
+                        vetoed = True
+                        break
+                    ids = {t.uid: t for t in result}
+                    chosen = ids if chosen is None else {u: t for u, t in chosen.items() if u in ids}
+                    first_rule = first_rule or rule
+                if vetoed:
+                    break
+            if vetoed or not chosen:
+                continue
+            return [t for t in candidates if t.uid in chosen], first_rule
+        return [], None
+
+
+def default_task_before(l: TaskInfo, r: TaskInfo) -> bool:
+    """Volcano's CompareTask: name index when both names have one, else creation time, else uid."""
+    if l.order_index is not None and r.order_index is not None and l.order_index != r.order_index:
+        return l.order_index < r.order_index
+    if l.pod.creation != r.pod.creation:
+        return l.pod.creation < r.pod.creation
+    return l.uid < r.uid

@@ -1,0 +1,159 @@
+"""One scheduling session: open over a snapshot, run the configured actions in order, close.
+
+`run_session(snapshot, policy)` is the engine's whole public behaviour: snapshot and compiled policy
+in, `Decisions` out (binds, pipelined, evictions, PodGroup phases and conditions, reasons for every
+pending pod, queue status, timings). It is pure: the clock is passed in, nothing is read or written.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Sequence
+
+from vpolicy.engine.actions import ACTIONS
+from vpolicy.engine.actions.context import ActionContext
+from vpolicy.engine.placement import Placement
+from vpolicy.engine.runtime import PluginInstance, Runtime
+from vpolicy.engine.state import JobInfo, SessionState
+from vpolicy.engine.statement import Outcome
+from vpolicy.model.decisions import Decisions, Eviction, PodGroupStatus
+from vpolicy.model.snapshot import ClusterSnapshot, PodGroupPhase, TaskStatus
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledPolicy:
+    """What a session needs from a policy: the actions in order and the tiers of plugin instances."""
+
+    actions: tuple[str, ...]
+    tiers: tuple[tuple[PluginInstance, ...], ...]
+    source: str = ""
+
+
+@dataclass(slots=True)
+class SessionResult:
+    decisions: Decisions
+    state: SessionState
+    context: ActionContext
+
+
+def run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float = 0.0) -> SessionResult:
+    started = time.perf_counter()
+    state = SessionState(snapshot)
+    runtime = Runtime(policy.tiers, state, now=now)
+    outcome = Outcome()
+    ctx = ActionContext(runtime, state, Placement(runtime, state), outcome, policy.actions)
+    timings: dict[str, dict[str, float]] = {}
+    for name in policy.actions:
+        t0 = time.perf_counter()
+        ACTIONS[name](ctx)
+        timings[name] = {"ms": round((time.perf_counter() - t0) * 1000, 3)}
+    decisions = close_session(ctx)
+    decisions.stats = {
+        "session_ms": round((time.perf_counter() - started) * 1000, 3),
+        "actions": timings,
+        "rule_calls": runtime.calls,
+        "solver": {"calls": 0},
+    }
+    return SessionResult(decisions, state, ctx)
+
+
+def close_session(ctx: ActionContext) -> Decisions:
+    state, rt, outcome = ctx.state, ctx.runtime, ctx.outcome
+    d = Decisions()
+    for task in outcome.dispatched:
+        if task.status is TaskStatus.BINDING:
+            d.binds[task.key] = task.node_name
+    for job in state.jobs.values():
+        for task in job.tasks:
+            if task.status is TaskStatus.PIPELINED:
+                d.pipelined[task.key] = task.node_name
+    for op in outcome.evicted:
+        d.evictions.append(Eviction(op.task.key, op.action, op.for_job, op.rule))
+    for job in state.jobs.values():
+        ready = rt.job_ready(job)
+        d.podgroups[job.key] = _podgroup_status(job, ready, ctx)
+        for task in job.tasks:
+            if task.status is TaskStatus.PENDING and not task.evicted:
+                d.unschedulable[task.key] = _reasons(ctx, job, task.uid)
+    for queue in state.queues.values():
+        tree = [queue, *_descendants(queue)]
+        allocated = sum((q.allocated for q in tree), start=queue.allocated - queue.allocated)
+        counts = Counter(j.phase for q in tree for j in q.jobs)
+        d.queues[queue.name] = {
+            "state": queue.state,
+            "allocated": allocated.to_dict(),
+            **{k.lower(): counts.get(k, 0) for k in ("Pending", "Inqueue", "Running", "Unknown", "Completed")},
+        }
+    return d
+
+
+def _descendants(queue):  # type: ignore[no-untyped-def]  # reason: recursive over QueueInfo
+    for child in queue.children:
+        yield child
+        yield from _descendants(child)
+
+
+def _reasons(ctx: ActionContext, job: JobInfo, uid: str) -> list[str]:
+    errors = ctx.fit_errors.get(uid)
+    if errors is not None:
+        return [errors.text()]
+    reason = ctx.job_reasons.get(job.key)
+    if reason:
+        return [reason]
+    if job.phase == PodGroupPhase.PENDING.value:
+        return ["podgroup is Pending: not enqueued"]
+    return ["not scheduled in this session: the job's gang or queue stopped before this task"]
+
+
+def _podgroup_status(job: JobInfo, ready: bool, ctx: ActionContext) -> PodGroupStatus:
+    running = job.count({TaskStatus.RUNNING})
+    succeeded = job.count({TaskStatus.SUCCEEDED})
+    failed = job.count({TaskStatus.FAILED})
+    conditions: list[dict[str, str]] = []
+    unschedulable = False
+    if job.tasks:
+        if ready:
+            conditions.append({"type": "Scheduled", "status": "True",
+                               "reason": "tasks in gang are ready to be scheduled", "message": ""})
+        else:
+            unschedulable = True
+            schedulable = job.ready_count
+            message = (f"{job.min_available - schedulable}/{len(job.tasks)} tasks in gang unschedulable: "
+                       f"{_job_fit_error(ctx, job)}")
+            conditions.append({"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
+                               "message": message})
+    scheduled = job.count({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED})
+    scheduled += sum(1 for t in job.tasks if t.status is TaskStatus.RELEASING and t.node_name)
+    if running and unschedulable:
+        phase = PodGroupPhase.UNKNOWN.value
+    elif scheduled >= job.min_available and (scheduled > 0 or job.min_available == 0):
+        finished = job.count({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+        phase = PodGroupPhase.COMPLETED.value if scheduled and finished == scheduled else PodGroupPhase.RUNNING.value
+    elif job.phase == PodGroupPhase.INQUEUE.value:
+        phase = PodGroupPhase.INQUEUE.value
+    else:
+        phase = PodGroupPhase.PENDING.value
+    return PodGroupStatus(phase, tuple(conditions), running, succeeded, failed)
+
+
+def _job_fit_error(ctx: ActionContext, job: JobInfo) -> str:
+    by_status = Counter(t.status.value for t in job.tasks)
+    by_status["minAvailable"] = job.min_available
+    text = "pod group is not ready, " + ", ".join(sorted(f"{n} {s}" for s, n in by_status.items()))
+    pending = [t for t in job.tasks if t.status is TaskStatus.PENDING]
+    if pending:
+        why = Counter("Unschedulable" if t.uid in ctx.fit_errors else "Schedulable" for t in pending)
+        text += "; Pending: " + ", ".join(sorted(f"{n} {s}" for s, n in why.items()))
+    origin = ctx.job_reasons.get(job.key)
+    if origin:
+        return f"{text}. Origin reason is {origin}"
+    for task in job.tasks:
+        errors = ctx.fit_errors.get(task.uid)
+        if errors is not None:
+            return f"{text}. Origin reason is {task.name}: {errors.text()}"
+    return text
+
+
+def plugin_names(policy: CompiledPolicy) -> Sequence[str]:
+    return [p.name for tier in policy.tiers for p in tier]

@@ -1,0 +1,348 @@
+"""Live session state: the snapshot's objects as Volcano's TaskInfo/JobInfo/QueueInfo/NodeInfo.
+
+The snapshot is immutable; a session needs mutable views whose aggregates (node idle, job ready count,
+queue allocated) follow every tentative placement. These classes hold that state and expose it under
+the attribute names of `vpolicy.lang.builtins` so compiled rules read them directly. Status changes go
+through `SessionState.set_status`, the single place that keeps the aggregates consistent.
+
+This module does not decide anything (see `actions`) and does not undo (see `statement`).
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from vpolicy.model import snapshot as snap
+from vpolicy.model.resources import ZERO, Resources, total
+from vpolicy.model.snapshot import ALLOCATED_STATUSES, READY_STATUSES, TaskStatus
+
+_DEFAULT_SCHEDULERS = frozenset({"volcano"})
+
+
+class TaskInfo:
+    __slots__ = ("pod", "job", "status", "node_name", "uid", "name", "namespace", "key", "resreq",
+                 "priority", "role", "best_effort", "preemptable", "labels", "annotations", "order_index",
+                 "priority_class_name", "node_selector", "original_status", "evicted")
+
+    def __init__(self, pod: snap.Pod, job: "JobInfo | None"):
+        self.pod = pod
+        self.job = job
+        self.status = pod.status
+        self.original_status = pod.status
+        self.node_name = pod.node_name
+        self.uid = pod.uid
+        self.name = pod.name
+        self.namespace = pod.namespace
+        self.key = pod.key
+        self.resreq = pod.resreq
+        self.priority = pod.priority
+        self.role = pod.role
+        self.best_effort = pod.best_effort
+        self.preemptable = pod.preemptable
+        self.labels = pod.labels
+        self.annotations = pod.annotations
+        self.priority_class_name = pod.priority_class_name
+        self.node_selector = pod.node_selector
+        self.order_index = _name_index(pod.name)
+        self.evicted = False
+
+    @property
+    def queue(self) -> "QueueInfo | None":
+        return self.job.queue if self.job else None
+
+    @property
+    def status_name(self) -> str:
+        return self.status.value
+
+    def __repr__(self) -> str:
+        return f"Task({self.key}, {self.status.value}, {self.node_name or '-'})"
+
+
+def _name_index(name: str) -> int | None:
+    """Volcano orders tasks by the integer after the last '-' when the name has >= 3 dash parts."""
+    parts = name.split("-")
+    if len(parts) >= 3 and parts[-1].isdigit():
+        return int(parts[-1])
+    return None
+
+
+class JobInfo:
+    def __init__(self, pg: snap.PodGroup, queue: "QueueInfo", priority: int):
+        self.pg = pg
+        self.queue = queue
+        self.priority = priority
+        self.name = pg.name
+        self.namespace = pg.namespace
+        self.key = pg.key
+        self.uid = pg.uid
+        self.min_available = pg.min_member
+        self.min_task_member = dict(pg.min_task_member)
+        self.has_min_resources = pg.min_resources is not None
+        self.min_resources = pg.min_resources or ZERO
+        self.phase = pg.phase.value
+        self.creation = pg.creation
+        self.tasks: list[TaskInfo] = []
+        self.allocated: Resources = ZERO
+        self.fit_errors: dict[str, dict[str, str]] = {}  # task key -> node -> reason
+        self.job_errors: list[str] = []  # job-level reasons (invalid, queue, enqueue)
+        self.failed_roles: set[str] = set()
+        self.unschedulable_condition = False
+        self.enqueued_now = False
+
+    # counts ---------------------------------------------------------------------------------------
+    def count(self, statuses: Iterable[TaskStatus]) -> int:
+        wanted = set(statuses)
+        return sum(1 for t in self.tasks if t.status in wanted)
+
+    @property
+    def ready_count(self) -> int:
+        return sum(1 for t in self.tasks if t.status in READY_STATUSES)
+
+    @property
+    def pipelined_count(self) -> int:
+        return sum(1 for t in self.tasks if t.status is TaskStatus.PIPELINED)
+
+    @property
+    def pending_count(self) -> int:
+        return sum(1 for t in self.tasks if t.status is TaskStatus.PENDING)
+
+    @property
+    def pending_best_effort_count(self) -> int:
+        return sum(1 for t in self.tasks if t.status is TaskStatus.PENDING and t.best_effort)
+
+    @property
+    def valid_task_count(self) -> int:
+        ok = READY_STATUSES | {TaskStatus.PENDING, TaskStatus.PIPELINED}
+        return sum(1 for t in self.tasks if t.status in ok)
+
+    @property
+    def task_count(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def roles(self) -> list[str]:
+        seen = dict.fromkeys(t.role for t in self.tasks)
+        seen.update(dict.fromkeys(self.min_task_member))
+        return list(seen)
+
+    def role_count(self, role: str, statuses: frozenset[TaskStatus]) -> int:
+        return sum(1 for t in self.tasks if t.role == role and t.status in statuses)
+
+    def __repr__(self) -> str:
+        return f"Job({self.key})"
+
+
+class QueueInfo:
+    def __init__(self, queue: snap.Queue):
+        self.spec = queue
+        self.name = queue.name
+        self.weight = queue.weight
+        self.priority = queue.priority
+        self.state = queue.state.value
+        self.open = queue.state is snap.QueueState.OPEN
+        self.reclaimable = queue.reclaimable
+        self.has_capability = queue.capability is not None
+        self.capability = queue.capability or ZERO
+        self.has_deserved = queue.deserved is not None
+        self.deserved = queue.deserved or ZERO
+        self.guarantee = queue.guarantee
+        self.creation = queue.creation
+        self.parent: QueueInfo | None = None
+        self.children: list[QueueInfo] = []
+        self.jobs: list[JobInfo] = []
+        self.allocated: Resources = ZERO
+        self.inqueue: Resources = ZERO
+
+    @property
+    def ancestors(self) -> list["QueueInfo"]:
+        out, q = [], self.parent
+        while q is not None and q not in out:
+            out.append(q)
+            q = q.parent
+        return out
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children
+
+    def descendants(self) -> list["QueueInfo"]:
+        out: list[QueueInfo] = []
+        stack = list(self.children)
+        while stack:
+            q = stack.pop()
+            if q not in out:
+                out.append(q)
+                stack.extend(q.children)
+        return out
+
+    @property
+    def tree_allocated(self) -> Resources:
+        return total([self.allocated, *(q.allocated for q in self.descendants())])
+
+    @property
+    def tree_inqueue(self) -> Resources:
+        return total([self.inqueue, *(q.inqueue for q in self.descendants())])
+
+    @property
+    def elastic(self) -> Resources:
+        return total(j.allocated - j.min_resources for j in self.jobs).clamp_min_zero()
+
+    @property
+    def request(self) -> Resources:
+        pending = total(t.resreq for j in self.jobs for t in j.tasks if t.status is TaskStatus.PENDING)
+        return self.allocated + pending
+
+    def __repr__(self) -> str:
+        return f"Queue({self.name})"
+
+
+class NodeInfo:
+    def __init__(self, node: snap.Node):
+        self.spec = node
+        self.name = node.name
+        self.allocatable = node.allocatable
+        self.labels = node.labels
+        self.unschedulable = node.unschedulable
+        self.used: Resources = ZERO
+        self.releasing: Resources = ZERO
+        self.pipelined: Resources = ZERO
+        self.tasks: list[TaskInfo] = []
+
+    @property
+    def idle(self) -> Resources:
+        return self.allocatable - self.used
+
+    @property
+    def future_idle(self) -> Resources:
+        return self.allocatable - self.used + self.releasing - self.pipelined
+
+    @property
+    def pod_count(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def max_pods(self) -> int:
+        return self.allocatable.get("pods", 0)
+
+    def __repr__(self) -> str:
+        return f"Node({self.name})"
+
+
+class ClusterInfo:
+    def __init__(self, state: "SessionState"):
+        self._state = state
+
+    @property
+    def total(self) -> Resources:
+        return self._state.total
+
+    @property
+    def queues(self) -> list[QueueInfo]:
+        return list(self._state.queues.values())
+
+    @property
+    def nodes(self) -> list[NodeInfo]:
+        return list(self._state.nodes.values())
+
+    @property
+    def jobs(self) -> list[JobInfo]:
+        return list(self._state.jobs.values())
+
+    @property
+    def used(self) -> Resources:
+        return total(n.used for n in self._state.nodes.values())
+
+    @property
+    def inqueue(self) -> Resources:
+        return total(q.inqueue for q in self._state.queues.values())
+
+
+class SessionState:
+    """All live objects of one session, built from a snapshot (Volcano's OpenSession snapshot step)."""
+
+    def __init__(self, snapshot: snap.ClusterSnapshot):
+        self.snapshot = snapshot
+        self.nodes: dict[str, NodeInfo] = {n.name: NodeInfo(n) for n in snapshot.nodes if n.ready}
+        self.queues: dict[str, QueueInfo] = {q.name: QueueInfo(q) for q in snapshot.queues}
+        for q in self.queues.values():
+            parent_name = q.spec.parent or (snap.ROOT_QUEUE if q.name != snap.ROOT_QUEUE else "")
+            parent = self.queues.get(parent_name)
+            if parent is not None and parent is not q:
+                q.parent = parent
+                parent.children.append(q)
+        self.jobs: dict[str, JobInfo] = {}
+        for pg in snapshot.podgroups:
+            queue = self.queues.get(pg.queue)
+            if queue is None:
+                continue  # Volcano drops jobs whose queue does not exist
+            job = JobInfo(pg, queue, snapshot.job_priority(pg))
+            self.jobs[pg.key] = job
+            queue.jobs.append(job)
+        self.tasks: dict[str, TaskInfo] = {}
+        self.other_pods: list[TaskInfo] = []  # pods of no job: they only consume node resources
+        for pod in snapshot.pods:
+            job = self.jobs.get(f"{pod.namespace}/{pod.group}") if pod.group else None
+            task = TaskInfo(pod, job)
+            if job is not None:
+                job.tasks.append(task)
+                self.tasks[task.uid] = task
+            else:
+                self.other_pods.append(task)
+            node = self.nodes.get(pod.node_name) if pod.node_name else None
+            if node is not None and pod.status in ALLOCATED_STATUSES | {TaskStatus.RELEASING}:
+                self._add_to_node(task, node)
+        for job in self.jobs.values():
+            job.allocated = total(t.resreq for t in job.tasks if t.status in ALLOCATED_STATUSES)
+            job.queue.allocated = job.queue.allocated + job.allocated
+        self.total = total(n.allocatable for n in self.nodes.values())
+        self.cluster = ClusterInfo(self)
+        self._init_inqueue()
+
+    def _init_inqueue(self) -> None:
+        """Inqueue accounting (proportion/capacity/overcommit): reserved minResources of admitted jobs."""
+        for job in self.jobs.values():
+            if not job.has_min_resources:
+                continue
+            if job.phase == snap.PodGroupPhase.INQUEUE.value:
+                job.queue.inqueue = job.queue.inqueue + job.min_resources
+            elif job.phase == snap.PodGroupPhase.RUNNING.value and job.ready_count - job.count(
+                    {TaskStatus.SUCCEEDED}) >= job.min_available:
+                job.queue.inqueue = job.queue.inqueue + (job.min_resources - job.allocated).clamp_min_zero()
+
+    # node bookkeeping -----------------------------------------------------------------------------
+    def _add_to_node(self, task: TaskInfo, node: NodeInfo) -> None:
+        node.tasks.append(task)
+        if task.status is TaskStatus.PIPELINED:
+            node.pipelined = node.pipelined + task.resreq
+            return
+        node.used = node.used + task.resreq
+        if task.status is TaskStatus.RELEASING:
+            node.releasing = node.releasing + task.resreq
+
+    def _remove_from_node(self, task: TaskInfo, node: NodeInfo) -> None:
+        node.tasks.remove(task)
+        if task.status is TaskStatus.PIPELINED:
+            node.pipelined = node.pipelined - task.resreq
+            return
+        node.used = node.used - task.resreq
+        if task.status is TaskStatus.RELEASING:
+            node.releasing = node.releasing - task.resreq
+
+    def set_status(self, task: TaskInfo, status: TaskStatus, node_name: str | None = None) -> None:
+        """Move a task to `status` (and `node_name`, "" to unplace), keeping every aggregate in step."""
+        job = task.job
+        was_allocated = task.status in ALLOCATED_STATUSES
+        old_node = self.nodes.get(task.node_name) if task.node_name else None
+        if old_node is not None and task in old_node.tasks:
+            self._remove_from_node(task, old_node)
+        task.status = status
+        if node_name is not None:
+            task.node_name = node_name
+        new_node = self.nodes.get(task.node_name) if task.node_name else None
+        if new_node is not None and status in ALLOCATED_STATUSES | {TaskStatus.RELEASING, TaskStatus.PIPELINED}:
+            self._add_to_node(task, new_node)
+        is_allocated = status in ALLOCATED_STATUSES
+        if job is not None and was_allocated != is_allocated:
+            delta = task.resreq if is_allocated else -task.resreq
+            job.allocated = job.allocated + delta
+            q: QueueInfo | None = job.queue
+            q.allocated = q.allocated + delta

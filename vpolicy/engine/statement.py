@@ -1,0 +1,75 @@
+"""Tentative placements and evictions with commit/discard (Volcano's framework/statement.go).
+
+An action records every operation of one job's turn in a Statement. `commit` makes them decisions
+(allocated tasks are dispatched to bind, evictions are executed); `discard` undoes them in reverse so
+the session state is exactly as before. A statement that is neither (a pipelined gang) keeps holding
+its resources for the rest of the session, as in Volcano.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vpolicy.engine.state import SessionState, TaskInfo
+from vpolicy.model.snapshot import TaskStatus
+
+
+@dataclass(slots=True)
+class Operation:
+    kind: str  # allocate | pipeline | evict
+    task: TaskInfo
+    prev_status: TaskStatus
+    prev_node: str
+    reason: str = ""
+    action: str = ""
+    for_job: str = ""
+    rule: str = ""
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What committed statements produced, collected by the session."""
+
+    dispatched: list[TaskInfo] = field(default_factory=list)
+    pipelined: list[TaskInfo] = field(default_factory=list)
+    evicted: list[Operation] = field(default_factory=list)
+
+
+class Statement:
+    def __init__(self, state: SessionState, outcome: Outcome):
+        self.state = state
+        self.outcome = outcome
+        self.ops: list[Operation] = []
+
+    def allocate(self, task: TaskInfo, node: str) -> None:
+        self.ops.append(Operation("allocate", task, task.status, task.node_name))
+        self.state.set_status(task, TaskStatus.ALLOCATED, node)
+
+    def pipeline(self, task: TaskInfo, node: str) -> None:
+        self.ops.append(Operation("pipeline", task, task.status, task.node_name))
+        self.state.set_status(task, TaskStatus.PIPELINED, node)
+
+    def evict(self, task: TaskInfo, *, action: str, for_job: str, rule: str) -> None:
+        self.ops.append(Operation("evict", task, task.status, task.node_name, action=action, for_job=for_job,
+                                  rule=rule))
+        self.state.set_status(task, TaskStatus.RELEASING)
+
+    def merge(self, other: "Statement") -> None:
+        self.ops.extend(other.ops)
+        other.ops = []
+
+    def discard(self) -> None:
+        for op in reversed(self.ops):
+            self.state.set_status(op.task, op.prev_status, op.prev_node)
+        self.ops = []
+
+    def commit(self) -> None:
+        for op in self.ops:
+            if op.kind == "evict":
+                op.task.evicted = True
+                self.outcome.evicted.append(op)
+            elif op.kind == "allocate" and op.task.status is TaskStatus.ALLOCATED:
+                self.state.set_status(op.task, TaskStatus.BINDING)
+                self.outcome.dispatched.append(op.task)
+            elif op.kind == "pipeline" and op.task.status is TaskStatus.PIPELINED:
+                self.outcome.pipelined.append(op.task)
+        self.ops = []

@@ -1,0 +1,70 @@
+"""Reporters: the decision document as JSON, YAML or tables a person can read (rich).
+
+They only format; what to print comes from the harness results.
+"""
+from __future__ import annotations
+
+import io
+import json
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.table import Table
+
+
+def write_json(doc: dict[str, Any], out: TextIO) -> None:
+    json.dump(doc, out, indent=2, sort_keys=False)
+    out.write("\n")
+
+
+def write_yaml(doc: dict[str, Any], out: TextIO) -> None:
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    buf = io.StringIO()
+    yaml.dump(json.loads(json.dumps(doc)), buf)
+    out.write(buf.getvalue())
+
+
+def write_tables(doc: dict[str, Any], out: TextIO) -> None:
+    console = Console(file=out, width=140, highlight=False, soft_wrap=False)
+    binds = Table(title=f"Binds ({len(doc['binds'])})", title_justify="left")
+    binds.add_column("pod")
+    binds.add_column("node")
+    for pod, node in doc["binds"].items():
+        binds.add_row(pod, node)
+    console.print(binds)
+    if doc["pipelined"]:
+        pipe = Table(title=f"Pipelined ({len(doc['pipelined'])}): placed on resources still being released",
+                     title_justify="left")
+        pipe.add_column("pod")
+        pipe.add_column("node")
+        for pod, node in doc["pipelined"].items():
+            pipe.add_row(pod, node)
+        console.print(pipe)
+    if doc["evictions"]:
+        ev = Table(title=f"Evictions ({len(doc['evictions'])})", title_justify="left")
+        for col in ("pod", "action", "for", "rule"):
+            ev.add_column(col)
+        for e in doc["evictions"]:
+            ev.add_row(e["pod"], e["action"], e["for"], e["rule"])
+        console.print(ev)
+    groups = Table(title="PodGroups", title_justify="left")
+    groups.add_column("podgroup")
+    groups.add_column("phase")
+    groups.add_column("condition")
+    for name, status in doc["podgroups"].items():
+        cond = status["conditions"][0] if status["conditions"] else {}
+        text = f"{cond.get('type', '')}: {cond.get('message') or cond.get('reason', '')}" if cond else ""
+        groups.add_row(name, status["phase"], text)
+    console.print(groups)
+    if doc["unschedulable"]:
+        pending = Table(title=f"Pending ({len(doc['unschedulable'])})", title_justify="left")
+        pending.add_column("pod")
+        pending.add_column("why")
+        for pod, reasons in doc["unschedulable"].items():
+            pending.add_row(pod, "; ".join(reasons))
+        console.print(pending)
+    stats = doc.get("stats", {})
+    console.print(f"session: {stats.get('session_ms', 0)} ms")
