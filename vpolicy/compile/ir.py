@@ -41,6 +41,14 @@ class Var:
 
 
 @dataclass(frozen=True, slots=True)
+class Sym:
+    """A solver unknown (`int`, `real` or `bool`): only the solver backend gives it a value."""
+
+    name: str
+    sort: str = "int"
+
+
+@dataclass(frozen=True, slots=True)
 class SessionRef:
     module: str
     name: str
@@ -134,7 +142,7 @@ class ListOf:
     items: tuple["Term", ...]
 
 
-Term = Const | Var | SessionRef | GetAttr | GetIndex | Apply | CallUser | Op | Cond | Bind | Agg | Select | Text | ResourceVec | ListOf
+Term = Const | Var | Sym | SessionRef | GetAttr | GetIndex | Apply | CallUser | Op | Cond | Bind | Agg | Select | Text | ResourceVec | ListOf
 
 _FOLDABLE: dict[str, Callable[..., Any]] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul,
@@ -161,6 +169,26 @@ def op(name: str, *args: Term) -> Term:
     if folder is not None and all(isinstance(a, Const) and isinstance(a.value, (int, float)) for a in args):
         return Const(folder(*(a.value for a in args)))  # type: ignore[union-attr]  # reason: checked Const above
     return Op(name, args)
+
+
+def add(*terms: Term) -> Term:
+    """n-ary sum with constant folding (0 for no terms)."""
+    consts = sum(t.value for t in terms if isinstance(t, Const))
+    rest = [t for t in terms if not isinstance(t, Const)]
+    out: Term | None = None
+    for t in rest:
+        out = t if out is None else Op("+", (out, t))
+    if out is None:
+        return Const(consts)
+    return out if consts == 0 else Op("+", (out, Const(consts)))
+
+
+def mul(k: int | float, t: Term) -> Term:
+    if k == 0:
+        return Const(0)
+    if k == 1:
+        return t
+    return op("*", Const(k), t)
 
 
 def cond(test: Term, then: Term, orelse: Term) -> Term:

@@ -13,12 +13,14 @@ from typing import Sequence
 
 from vpolicy.engine.actions import ACTIONS
 from vpolicy.engine.actions.context import ActionContext
+from vpolicy.engine.feasibility import check_unplaced_gangs, describe
 from vpolicy.engine.placement import Placement
 from vpolicy.engine.runtime import PluginInstance, Runtime
 from vpolicy.engine.state import JobInfo, SessionState
 from vpolicy.engine.statement import Outcome
 from vpolicy.model.decisions import Decisions, Eviction, PodGroupStatus
 from vpolicy.model.snapshot import ClusterSnapshot, PodGroupPhase, TaskStatus
+from vpolicy.solve.backend_z3 import Z3Backend
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +39,9 @@ class SessionResult:
     context: ActionContext
 
 
-def run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float = 0.0) -> SessionResult:
+def run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float = 0.0,
+                solver_budget_s: float = 0.1) -> SessionResult:
+    """Run one session. `solver_budget_s` bounds the post-action gang feasibility checks (0 = none)."""
     started = time.perf_counter()
     state = SessionState(snapshot)
     runtime = Runtime(policy.tiers, state, now=now)
@@ -48,12 +52,18 @@ def run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float
         t0 = time.perf_counter()
         ACTIONS[name](ctx)
         timings[name] = {"ms": round((time.perf_counter() - t0) * 1000, 3)}
+    backend = Z3Backend()
+    t0 = time.perf_counter()
+    if solver_budget_s > 0:
+        for verdict in check_unplaced_gangs(state, runtime, backend, budget_s=solver_budget_s):
+            ctx.solver_notes[verdict.job] = describe(verdict, state.jobs[verdict.job])
+    solver_ms = round((time.perf_counter() - t0) * 1000, 3)
     decisions = close_session(ctx)
     decisions.stats = {
         "session_ms": round((time.perf_counter() - started) * 1000, 3),
         "actions": timings,
         "rule_calls": runtime.calls,
-        "solver": {"calls": 0},
+        "solver": {"calls": backend.calls, "ms": solver_ms},
     }
     return SessionResult(decisions, state, ctx)
 
@@ -96,8 +106,9 @@ def _descendants(queue):  # type: ignore[no-untyped-def]  # reason: recursive ov
 
 def _reasons(ctx: ActionContext, job: JobInfo, uid: str) -> list[str]:
     errors = ctx.fit_errors.get(uid)
+    note = ctx.solver_notes.get(job.key)
     if errors is not None:
-        return [errors.text()]
+        return [errors.text(), note] if note else [errors.text()]
     reason = ctx.job_reasons.get(job.key)
     if reason:
         return [reason]

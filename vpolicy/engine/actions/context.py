@@ -19,6 +19,7 @@ class ActionContext:
     actions: tuple[str, ...]
     fit_errors: dict[str, FitErrors] = field(default_factory=dict)  # task uid -> why it fits nowhere
     job_reasons: dict[str, str] = field(default_factory=dict)  # job key -> why it was not scheduled
+    solver_notes: dict[str, str] = field(default_factory=dict)  # job key -> what the solver proved
 
     def statement(self) -> Statement:
         return Statement(self.state, self.outcome)

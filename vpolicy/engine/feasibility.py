@@ -1,0 +1,91 @@
+"""After the actions: ask the solver whether each unplaced gang could fit at all.
+
+Volcano's allocate is greedy, so "not placed" has two meanings a user must tell apart: no placement of
+`minAvailable` tasks exists on the free resources (an `Unsat` proof, with the rules in its core), or
+one exists and the greedy order missed it. Nodes and tasks are aggregated into classes
+(`compile.encode_gang`), predicates are evaluated exactly per class representative, and the whole
+check runs under a time budget; `Unknown` adds nothing (never read as infeasible).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from vpolicy.compile import encode_gang, ir
+from vpolicy.engine.runtime import Runtime
+from vpolicy.engine.state import JobInfo, NodeInfo, SessionState, TaskInfo
+from vpolicy.model.snapshot import TaskStatus
+from vpolicy.solve.backend_z3 import Z3Backend
+from vpolicy.solve.result import Sat, Unsat
+from vpolicy.source import Span
+
+_BUILTIN = Span("<engine>", 0, 0)
+CAPACITY = ir.Label("engine.node-capacity", _BUILTIN, "request <= FutureIdle on every node")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    job: str
+    feasible: bool
+    core: tuple[str, ...]
+
+
+def check_unplaced_gangs(state: SessionState, runtime: Runtime, backend: Z3Backend, *,
+                         budget_s: float = 0.2, max_jobs: int = 50) -> list[Verdict]:
+    verdicts: list[Verdict] = []
+    deadline = time.perf_counter() + budget_s
+    gang_rule = next((r for r in runtime._rules("job_ready")), None)
+    gang_label = gang_rule.label if gang_rule else ir.Label("engine.min-available", _BUILTIN)
+    pred_rule = next((r for r in runtime._rules("predicate")), None)
+    pred_label = pred_rule.label if pred_rule else ir.Label("engine.predicates", _BUILTIN)
+    node_groups = _node_groups(list(state.nodes.values()))
+    for job in state.jobs.values():
+        if len(verdicts) >= max_jobs or time.perf_counter() > deadline:
+            break
+        pending = [t for t in job.tasks if t.status is TaskStatus.PENDING and not t.best_effort]
+        if not pending or runtime.job_ready(job):
+            continue
+        need = job.min_available - job.ready_count - job.pipelined_count
+        if need <= 0:
+            continue
+        tasks = _task_classes(pending, node_groups, runtime)
+        nodes = [encode_gang.NodeClass(len(group), group[0].future_idle) for group in node_groups]
+        constraints = encode_gang.encode(job.key, tasks, nodes, need, gang_label=gang_label,
+                                         capacity_label=CAPACITY, predicate_label=pred_label)
+        remaining_ms = max(1, int((deadline - time.perf_counter()) * 1000))
+        result = backend.check(constraints, timeout_ms=remaining_ms)
+        if isinstance(result, Unsat):
+            verdicts.append(Verdict(job.key, False, tuple(f"{l.rule_id} ({l.location})" for l in result.core)))
+        elif isinstance(result, Sat):
+            verdicts.append(Verdict(job.key, True, ()))
+    return verdicts
+
+
+def _node_groups(nodes: list[NodeInfo]) -> list[list[NodeInfo]]:
+    groups: dict[tuple[object, ...], list[NodeInfo]] = {}
+    for n in nodes:
+        key = (n.future_idle, tuple(sorted(n.labels.items())), n.spec.taints, n.unschedulable, n.pod_count)
+        groups.setdefault(key, []).append(n)
+    return list(groups.values())
+
+
+def _task_classes(pending: list[TaskInfo], groups: list[list[NodeInfo]], runtime: Runtime) -> list[encode_gang.TaskClass]:
+    classes: dict[tuple[object, ...], list[TaskInfo]] = {}
+    for t in pending:
+        key = (t.resreq, t.role, tuple(sorted(t.pod.node_selector.items())), t.pod.tolerations,
+               t.pod.required_affinity)
+        classes.setdefault(key, []).append(t)
+    out = []
+    for members in classes.values():
+        rep = members[0]
+        allowed = frozenset(k for k, group in enumerate(groups) if runtime.predicate(rep, group[0]) is None)
+        out.append(encode_gang.TaskClass(len(members), rep.resreq, allowed))
+    return out
+
+
+def describe(verdict: Verdict, job: JobInfo) -> str:
+    if verdict.feasible:
+        return (f"a placement of {job.min_available} tasks exists on the free resources (solver); "
+                "Volcano's greedy allocation did not find it this session")
+    return (f"no placement of {job.min_available} tasks exists on the free resources (proved by the solver; "
+            f"conflicting: {', '.join(verdict.core)})")

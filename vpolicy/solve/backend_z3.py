@@ -1,0 +1,144 @@
+"""IR -> Z3: a memoised translator and an incremental, labelled solver. The only module importing z3.
+
+Every assertion is tracked under its rule's `Label` (`assert_and_track`), so an unsat core maps back to
+rule spans. Translation covers the arithmetic and logical fragment of the IR (constants, solver
+unknowns, + - * /, comparisons, and/or/not, if, let); terms over session objects are evaluated exactly
+before they reach the solver (see `vpolicy.compile.encode_gang`). `unknown` from Z3 — a timeout
+included — is returned as `Unknown`, never as `Unsat`.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import z3
+
+from vpolicy.compile import ir
+from vpolicy.solve.result import Result, Sat, SolverError, Unknown, Unsat
+
+
+class Z3Backend:
+    def __init__(self, *, timeout_ms: int = 1000):
+        self.timeout_ms = timeout_ms
+        self._memo: dict[ir.Term, z3.ExprRef] = {}
+        self._syms: dict[str, z3.ExprRef] = {}
+        self.calls = 0
+
+    # translation ---------------------------------------------------------------------------------
+    def translate(self, term: ir.Term, env: dict[str, z3.ExprRef] | None = None) -> z3.ExprRef:
+        if env:
+            return self._tr(term, env)
+        cached = self._memo.get(term)
+        if cached is None:
+            cached = self._tr(term, {})
+            self._memo[term] = cached
+        return cached
+
+    def symbol(self, name: str, sort: str = "int") -> z3.ExprRef:
+        sym = self._syms.get(name)
+        if sym is None:
+            maker = {"int": z3.Int, "real": z3.Real, "bool": z3.Bool}.get(sort)
+            if maker is None:
+                raise SolverError(f"unknown sort {sort!r}")
+            sym = maker(name)
+            self._syms[name] = sym
+        return sym
+
+    def _tr(self, t: ir.Term, env: dict[str, z3.ExprRef]) -> Any:  # noqa: C901  # reason: one case per term kind
+        if isinstance(t, ir.Const):
+            v = t.value
+            if isinstance(v, bool):
+                return z3.BoolVal(v)
+            if isinstance(v, int):
+                return z3.IntVal(v)
+            if isinstance(v, float):
+                return z3.RealVal(v)
+            raise SolverError(f"constant {v!r} has no solver meaning")
+        if isinstance(t, ir.Sym):
+            return self.symbol(t.name, t.sort)
+        if isinstance(t, ir.Var):
+            if t.name in env:
+                return env[t.name]
+            raise SolverError(f"free variable {t.name!r}")
+        if isinstance(t, ir.Bind):
+            return self._tr(t.body, {**env, t.name: self._tr(t.value, env)})
+        if isinstance(t, ir.Cond):
+            return z3.If(self._tr(t.test, env), self._tr(t.then, env), self._tr(t.orelse, env))
+        if isinstance(t, ir.Op):
+            args = [self._tr(a, env) for a in t.args]
+            if t.op == "and":
+                return z3.And(*args)
+            if t.op == "or":
+                return z3.Or(*args)
+            if t.op == "not":
+                return z3.Not(args[0])
+            if t.op == "neg":
+                return -args[0]
+            a, b = args
+            ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
+                   "==": lambda: a == b, "!=": lambda: a != b, "<": lambda: a < b, "<=": lambda: a <= b,
+                   ">": lambda: a > b, ">=": lambda: a >= b}
+            if t.op not in ops:
+                raise SolverError(f"operator {t.op!r} has no solver meaning")
+            return ops[t.op]()
+        raise SolverError(f"term {type(t).__name__} is evaluated exactly, not by the solver")
+
+    # solving -------------------------------------------------------------------------------------
+    def check(self, constraints: Iterable[tuple[ir.Label, ir.Term]], *, timeout_ms: int | None = None) -> Result:
+        """Solve the labelled constraints together; unsat cores come back as labels."""
+        solver = z3.Solver()
+        solver.set("timeout", timeout_ms if timeout_ms is not None else self.timeout_ms)
+        labels: dict[str, ir.Label] = {}
+        for i, (label, term) in enumerate(constraints):
+            tag = f"c{i}|{label.rule_id}"
+            labels[tag] = label
+            solver.assert_and_track(self.translate(term), z3.Bool(tag))
+        return self._run(solver, labels)
+
+    def _run(self, solver: z3.Solver, labels: dict[str, ir.Label]) -> Result:
+        self.calls += 1
+        answer = solver.check()
+        if answer == z3.sat:
+            model = solver.model()
+            values: dict[str, Any] = {}
+            for name, sym in self._syms.items():
+                val = model.eval(sym, model_completion=False)
+                if z3.is_int_value(val):
+                    values[name] = val.as_long()
+                elif z3.is_rational_value(val):
+                    values[name] = val.numerator_as_long() / val.denominator_as_long()
+                elif z3.is_true(val) or z3.is_false(val):
+                    values[name] = z3.is_true(val)
+            return Sat(values)
+        if answer == z3.unsat:
+            core = [labels[str(c)] for c in solver.unsat_core() if str(c) in labels]
+            unique = tuple(dict.fromkeys(core))
+            return Unsat(unique)
+        return Unknown(solver.reason_unknown() or "unknown")
+
+
+class IncrementalSolver:
+    """One solver kept across checks: base constraints once, per-question assumptions via push/pop."""
+
+    def __init__(self, backend: Z3Backend, base: Iterable[tuple[ir.Label, ir.Term]] = ()):
+        self.backend = backend
+        self.solver = z3.Solver()
+        self.solver.set("timeout", backend.timeout_ms)
+        self.labels: dict[str, ir.Label] = {}
+        self._n = 0
+        for label, term in base:
+            self._track(label, term)
+
+    def _track(self, label: ir.Label, term: ir.Term) -> None:
+        tag = f"c{self._n}|{label.rule_id}"
+        self._n += 1
+        self.labels[tag] = label
+        self.solver.assert_and_track(self.backend.translate(term), z3.Bool(tag))
+
+    def check(self, extra: Iterable[tuple[ir.Label, ir.Term]] = ()) -> Result:
+        self.solver.push()
+        try:
+            for label, term in extra:
+                self._track(label, term)
+            return self.backend._run(self.solver, self.labels)
+        finally:
+            self.solver.pop()
