@@ -15,7 +15,9 @@ from vpolicy.model import snapshot as snap
 from vpolicy.model.resources import ZERO, Resources, total
 from vpolicy.model.snapshot import ALLOCATED_STATUSES, READY_STATUSES, TaskStatus
 
-_DEFAULT_SCHEDULERS = frozenset({"volcano"})
+# What plugins count as a job's and a queue's "allocated": Volcano's event handlers add a task on
+# Allocate *and* on Pipeline, and remove it on Evict, so pipelined placements count within a session.
+SHARE_STATUSES = ALLOCATED_STATUSES | {TaskStatus.PIPELINED}
 
 
 class TaskInfo:
@@ -330,7 +332,7 @@ class SessionState:
     def set_status(self, task: TaskInfo, status: TaskStatus, node_name: str | None = None) -> None:
         """Move a task to `status` (and `node_name`, "" to unplace), keeping every aggregate in step."""
         job = task.job
-        was_allocated = task.status in ALLOCATED_STATUSES
+        was_allocated = task.status in SHARE_STATUSES
         old_node = self.nodes.get(task.node_name) if task.node_name else None
         if old_node is not None and task in old_node.tasks:
             self._remove_from_node(task, old_node)
@@ -340,7 +342,7 @@ class SessionState:
         new_node = self.nodes.get(task.node_name) if task.node_name else None
         if new_node is not None and status in ALLOCATED_STATUSES | {TaskStatus.RELEASING, TaskStatus.PIPELINED}:
             self._add_to_node(task, new_node)
-        is_allocated = status in ALLOCATED_STATUSES
+        is_allocated = status in SHARE_STATUSES
         if job is not None and was_allocated != is_allocated:
             delta = task.resreq if is_allocated else -task.resreq
             job.allocated = job.allocated + delta
