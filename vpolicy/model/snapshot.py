@@ -219,8 +219,15 @@ class ClusterSnapshot:
     priority_classes: tuple[PriorityClass, ...] = ()
     namespaces: tuple[str, ...] = ()
     conf_text: str | None = None  # a volcano-scheduler.conf found in a ConfigMap of the dump
-    conf_origin: Span | None = None
+    conf_origin: Span | None = None  # a literal block (`|`): its first content line; else the value
+    # Line L, column C of conf_text is dump line L + conf_line_offset, column C + conf_col_offset
+    # (1-based both sides). None when the value is not a literal block, so only conf_origin is exact.
+    conf_line_offset: int | None = None
+    conf_col_offset: int = 0
     warnings: tuple[str, ...] = ()
+    # Pods Volcano's job controller will create for a vcjob once its PodGroup leaves Pending
+    # (reference §14): derived from the job's task templates, not yet part of `pods`.
+    deferred_pods: tuple[Pod, ...] = ()
 
     def job_priority(self, pg: PodGroup) -> int:
         """PodGroup priorityClassName's value; else the globalDefault class; else 0 (reference §1)."""

@@ -1,0 +1,330 @@
+"""Typed, located reads of Kubernetes object fields: the loader's one choke point for input mistakes.
+
+A `View` is one mapping inside one object of a `YamlFile`, with the path that leads to it
+(`spec.containers[0]`) and the span to blame when something inside is missing. Its readers
+(`text`, `integer`, `flag`, `quantities`, `timestamp`, `choice`, ...) return a usable value in every
+case and record each mistake as a `Diagnostic` in the shared `Problems`, so one pass over the input
+reports all of its errors. Null values count as absent, as the Kubernetes API treats them.
+
+Messages read `<path>: <what is wrong>`; every diagnostic has a help line saying what to write.
+This module knows field *types*, not Kubernetes *kinds*: which fields a Pod or Queue has, and what
+they mean, is in `vpolicy.load.kinds` and `vpolicy.load.vcjob`.
+"""
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.scalarbool import ScalarBoolean
+
+from vpolicy.errors import Diagnostic, did_you_mean
+from vpolicy.load.yaml_spans import YamlFile
+from vpolicy.model import quantity
+from vpolicy.source import Span
+
+MISSING_FIELD = "load.missing-field"
+WRONG_TYPE = "load.wrong-type"
+BAD_QUANTITY = "load.bad-quantity"
+BAD_VALUE = "load.bad-value"
+QUANTITY_HELP = "quantities look like 500m, 2, 1.5Gi, 1e3"
+
+
+@dataclass(slots=True)
+class Problems:
+    """Everything wrong (diagnostics) or merely noteworthy (warnings) found while loading."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    file_order: dict[str, int] = field(default_factory=dict)  # files in the order they were read
+    _warnings: list[tuple[tuple[int, int, int], str]] = field(default_factory=list)
+
+    def error(self, code: str, message: str, span: Span, help: str,
+              related: tuple[tuple[Span, str], ...] = ()) -> None:
+        self.diagnostics.append(Diagnostic(code=code, message=message, span=span, help=help, related=related))
+
+    def warn(self, span: Span, message: str) -> None:
+        rank = self.file_order.setdefault(span.file, len(self.file_order))
+        self._warnings.append(((rank, span.line, span.col), f"{span}: {message}"))
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """One line per warning, `file:line:col: message`, in reading order of files, then by position."""
+        return tuple(text for _, text in sorted(self._warnings, key=lambda w: w[0]))
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """One mapping of one object: where it is, how it is reached, and which kind of object holds it."""
+
+    file: YamlFile
+    problems: Problems
+    node: CommentedMap
+    kind: str
+    path: str = ""
+    anchor: Span | None = None  # what to point at when a field inside is missing; the mapping itself if None
+
+    # Location -------------------------------------------------------------------------------------
+    def span(self) -> Span:
+        return self.anchor if self.anchor is not None else self.file.node_span(self.node)
+
+    def key_span(self, key: str) -> Span:
+        return self.file.key_span(self.node, key) if key in self.node else self.span()
+
+    def value_span(self, key: str) -> Span:
+        return self.file.value_span(self.node, key) if key in self.node else self.span()
+
+    def field_path(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def has(self, key: str) -> bool:
+        return self.node.get(key) is not None
+
+    def keys(self) -> Iterator[str]:
+        return (str(k) for k in self.node)
+
+    # Structure ------------------------------------------------------------------------------------
+    def mapping(self, key: str, *, required: bool = False) -> View | None:
+        value = self.node.get(key)
+        if value is None:
+            if required:
+                self.missing(key)
+            return None
+        if not isinstance(value, CommentedMap):
+            self.wrong_type(key, "a mapping")
+            return None
+        return View(self.file, self.problems, value, self.kind, self.field_path(key), self.key_span(key))
+
+    def mappings(self, key: str) -> list[View]:
+        """A list of mappings (containers, taints, terms); items of another type are reported and skipped."""
+        items = self._sequence(key)
+        views = []
+        for index, item in enumerate(items):
+            where = f"{self.field_path(key)}[{index}]"
+            if isinstance(item, CommentedMap):
+                views.append(View(self.file, self.problems, item, self.kind, where, self.file.item_span(items, index)))
+            elif item is not None:
+                self._report_type(self.file.item_span(items, index), where, "a mapping", item)
+        return views
+
+    def sequence_length(self, key: str) -> int:
+        return len(self._sequence(key))
+
+    # Scalars --------------------------------------------------------------------------------------
+    def text(self, key: str, *, required: bool = False, default: str = "") -> str:
+        value = self.node.get(key)
+        if value is None:
+            if required:
+                self.missing(key)
+            return default
+        if not isinstance(value, str):
+            self.wrong_type(key, "a string")
+            return default
+        if required and not value:
+            self.missing(key)
+        return str(value)
+
+    def integer(self, key: str, *, default: int, minimum: int | None = None) -> int:
+        found = self.optional_integer(key, minimum=minimum)
+        return default if found is None else found
+
+    def optional_integer(self, key: str, *, minimum: int | None = None) -> int | None:
+        value = self.node.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, int) or _is_bool(value):
+            self.wrong_type(key, "an integer")
+            return None
+        if minimum is not None and value < minimum:
+            self.bad_value(key, f"must be at least {minimum}, got {value}", f"write a whole number >= {minimum}")
+            return None
+        return int(value)
+
+    def flag(self, key: str, *, default: bool) -> bool:
+        value = self.node.get(key)
+        if value is None:
+            return default
+        if not _is_bool(value):
+            self.wrong_type(key, "a boolean (true or false)")
+            return default
+        return bool(value)
+
+    def choice(self, key: str, allowed: Sequence[str], *, default: str) -> str:
+        """One of a closed set of strings (a phase, an operator, a taint effect)."""
+        value = self.text(key, default=default)
+        if value == "" and "" not in allowed:
+            return default
+        if value not in allowed:
+            listed = ", ".join(a for a in allowed if a)
+            self.bad_value(key, f'"{value}" is not one of {listed}',
+                           did_you_mean(value, allowed) or f"use one of {listed}")
+            return default
+        return value
+
+    def timestamp(self, key: str) -> float | None:
+        """An RFC 3339 time as epoch seconds (a time without offset is taken as UTC); None when absent."""
+        value = self.node.get(key)
+        if value is None:
+            return None
+        moment: datetime.datetime | None = None
+        if isinstance(value, datetime.datetime):
+            moment = value
+        elif isinstance(value, str):
+            try:
+                moment = datetime.datetime.fromisoformat(value.strip())
+            except ValueError:
+                moment = None
+        elif not isinstance(value, datetime.date):
+            self.wrong_type(key, "an RFC 3339 time such as 2024-05-01T12:00:00Z")
+            return None
+        if moment is None:
+            self.bad_value(key, f"{_describe(value)} is not an RFC 3339 time",
+                           "write times like 2024-05-01T12:00:00Z")
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=datetime.timezone.utc)
+        return moment.timestamp()
+
+    # Collections of scalars -----------------------------------------------------------------------
+    def texts(self, key: str) -> tuple[str, ...]:
+        items = self._sequence(key)
+        out = []
+        for index, item in enumerate(items):
+            if isinstance(item, str):
+                out.append(item)
+            else:
+                self._report_type(self.file.item_span(items, index), f"{self.field_path(key)}[{index}]",
+                                  "a string", item)
+        return tuple(out)
+
+    def text_map(self, key: str) -> dict[str, str]:
+        """labels, annotations, nodeSelector: string keys to string values."""
+        view = self.mapping(key)
+        if view is None:
+            return {}
+        out: dict[str, str] = {}
+        for name in view.node:
+            item = view.node[name]
+            if isinstance(item, str):
+                out[str(name)] = item
+            else:
+                view.wrong_type(str(name), "a string")
+        return out
+
+    def int_map(self, key: str, *, minimum: int = 0) -> dict[str, int]:
+        view = self.mapping(key)
+        if view is None:
+            return {}
+        out: dict[str, int] = {}
+        for name in view.keys():
+            found = view.optional_integer(name, minimum=minimum)
+            if found is not None:
+                out[name] = found
+        return out
+
+    def quantities(self, key: str) -> dict[str, int] | None:
+        """A ResourceList in vpolicy units, zero entries kept (a request of 0 is not an absent request).
+
+        None when the field is absent; bad or negative amounts are reported and left out.
+        """
+        view = self.mapping(key)
+        if view is None:
+            return None
+        out: dict[str, int] = {}
+        for name in view.keys():
+            amount = view.quantity(name, name)
+            if amount is not None:
+                out[name] = amount
+        return out
+
+    def quantity(self, key: str, resource: str) -> int | None:
+        value = self.node.get(key)
+        if value is None:
+            return None
+        if _is_bool(value) or not isinstance(value, (str, int, float)):
+            self.problems.error(BAD_QUANTITY, f"{self.field_path(key)}: expected a quantity, got {_describe(value)}",
+                                self.value_span(key), QUANTITY_HELP)
+            return None
+        written = self.file.value_text(self.node, key)
+        try:
+            amount = quantity.parse_quantity(written, resource)
+        except ValueError as exc:
+            self.problems.error(BAD_QUANTITY, f"{self.field_path(key)}: {exc}", self.value_span(key), QUANTITY_HELP)
+            return None
+        if amount < 0:
+            self.problems.error(BAD_QUANTITY, f"{self.field_path(key)}: must not be negative, got '{written}'",
+                                self.value_span(key), "resource amounts are zero or more")
+            return None
+        return amount
+
+    def plain_quantity(self, key: str) -> int | None:
+        """A quantity in plain units (Kubernetes `Value()`), for counters such as vGPU numbers; None if bad.
+
+        Only for values `quantity` already read: errors were reported there, so none are repeated here.
+        """
+        if self.node.get(key) is None:
+            return None
+        try:
+            return quantity.parse_value(self.file.value_text(self.node, key))
+        except ValueError:
+            return None
+
+    # Reporting ------------------------------------------------------------------------------------
+    def missing(self, key: str) -> None:
+        where = self.field_path(key)
+        self.problems.error(MISSING_FIELD, f"{self.kind} is missing {where}", self.span(),
+                            f"add {where} to this {self.kind}")
+
+    def wrong_type(self, key: str, expected: str) -> None:
+        self._report_type(self.value_span(key), self.field_path(key), expected, self.node.get(key))
+
+    def bad_value(self, key: str, problem: str, help: str) -> None:
+        self.problems.error(BAD_VALUE, f"{self.field_path(key)}: {problem}", self.value_span(key), help)
+
+    def _report_type(self, span: Span, where: str, expected: str, value: Any) -> None:
+        self.problems.error(WRONG_TYPE, f"{where}: expected {expected}, got {_describe(value)}", span,
+                            _type_help(expected, value))
+
+    def _sequence(self, key: str) -> CommentedSeq:
+        value = self.node.get(key)
+        if value is None:
+            return CommentedSeq()
+        if not isinstance(value, CommentedSeq):
+            self.wrong_type(key, "a list")
+            return CommentedSeq()
+        return value
+
+
+def _is_bool(value: object) -> bool:
+    return isinstance(value, (bool, ScalarBoolean))
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "null"
+    if _is_bool(value):
+        return f"the boolean {str(bool(value)).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f'the string "{value}"'
+    if isinstance(value, CommentedMap):
+        return "a mapping"
+    if isinstance(value, CommentedSeq):
+        return "a list"
+    if isinstance(value, datetime.date):
+        return f"the date {value.isoformat()}"
+    return type(value).__name__
+
+
+def _type_help(expected: str, value: object) -> str:
+    if expected == "a string" and isinstance(value, (int, float)):  # bools are ints too
+        shown = str(bool(value)).lower() if _is_bool(value) else str(value)
+        return f'quote the value: "{shown}"'
+    if isinstance(value, str) and expected in ("an integer", "a boolean (true or false)"):
+        return "remove the quotes around the value"
+    if expected == "a mapping":
+        return "write key: value pairs here"
+    if expected == "a list":
+        return "write a list here, one '- ' item per line"
+    return f"write {expected} here"

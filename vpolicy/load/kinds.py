@@ -1,0 +1,401 @@
+"""Kubernetes and Volcano objects -> `vpolicy.model.snapshot` dataclasses, one reader per kind.
+
+Each `read_*` takes a `View` of one object and returns the model object, or None when the object is
+too broken to use (its mistakes are then already recorded as diagnostics). Volcano's semantics are
+applied here once, so every consumer of the snapshot agrees (reference §1, §13):
+
+- a pod's request is Volcano's InitResreq: the sum of its containers (limits stand in for missing
+  requests, as API defaulting does) plus `spec.overhead`, max'ed per resource with each init
+  container (sidecars, `restartPolicy: Always`, add to both sides), plus `pods: 1`;
+- task status comes from phase, nodeName and deletionTimestamp; a pod without `status.phase` is
+  Pending, as the API server would have made it;
+- task priority is `spec.priority`, else the value of a known `priorityClassName` (what the
+  Priority admission plugin writes), else 1; `volcano.sh/task-priority` overrides it;
+- a node with no conditions at all is Ready (hand-written dumps omit them).
+
+This module does not walk files or kinds (`vpolicy.load.cluster` does) and does not derive objects
+from vcjobs (`vpolicy.load.vcjob` does, reusing `read_pod_spec`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.scalarstring import LiteralScalarString
+
+from vpolicy.load.fields import View
+from vpolicy.model import resources, snapshot
+from vpolicy.model.resources import Resources
+from vpolicy.source import Span
+
+CONF_KEY = "volcano-scheduler.conf"
+DEFAULT_SCHEDULER = "default-scheduler"
+VGPU_KEYS = ("volcano.sh/vgpu-number", "volcano.sh/vgpu-memory", "volcano.sh/vgpu-cores",
+             "volcano.sh/vgpu-memory-percentage")
+_POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_FIELD_OPERATORS = ("In", "NotIn")  # matchFields supports only these (Kubernetes validation)
+_PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    """The metadata every kind shares; `origin` is the span of metadata.name."""
+
+    name: str
+    namespace: str
+    uid: str
+    origin: Span
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    creation: float = 0.0
+    deleting: bool = False
+    owners: tuple[tuple[str, str], ...] = ()  # (kind, name) of each ownerReference
+
+
+@dataclass(frozen=True, slots=True)
+class PodSpec:
+    """What a pod spec (a Pod's or a vcjob task template's) tells the scheduler."""
+
+    resreq: Resources
+    scheduler_name: str = ""
+    priority: int | None = None
+    priority_class_name: str = ""
+    node_name: str = ""
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_affinity: tuple[snapshot.NodeSelectorTerm, ...] = ()
+    preferred_affinity: tuple[snapshot.PreferredTerm, ...] = ()
+    tolerations: tuple[snapshot.Toleration, ...] = ()
+    preemption_policy: str = "PreemptLowerPriority"
+    scheduling_gated: bool = False
+    vgpu_limits: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Conf:
+    """A volcano-scheduler.conf found in a ConfigMap; see ClusterSnapshot.conf_* for the offsets."""
+
+    text: str
+    origin: Span
+    line_offset: int | None
+    col_offset: int
+
+
+def read_meta(obj: View, *, namespaced: bool) -> Meta | None:
+    meta = obj.mapping("metadata", required=True)
+    if meta is None:
+        return None
+    name = meta.text("name", required=True)
+    if not name:
+        return None
+    namespace = (meta.text("namespace") or "default") if namespaced else ""
+    uid = meta.text("uid") or (f"{namespace}/{name}" if namespaced else name)
+    owners = tuple((ref.text("kind"), ref.text("name")) for ref in meta.mappings("ownerReferences"))
+    return Meta(name=name, namespace=namespace, uid=uid, origin=meta.value_span("name"),
+                labels=meta.text_map("labels"), annotations=meta.text_map("annotations"),
+                creation=meta.timestamp("creationTimestamp") or 0.0,
+                deleting=meta.has("deletionTimestamp"), owners=owners)
+
+
+def read_node(obj: View) -> snapshot.Node | None:
+    meta = read_meta(obj, namespaced=False)
+    spec, status = obj.mapping("spec"), obj.mapping("status")
+    allocatable = status.quantities("allocatable") if status else None
+    capacity = status.quantities("capacity") if status else None
+    taints = tuple(_read_taint(t) for t in spec.mappings("taints")) if spec else ()
+    conditions = status.mappings("conditions") if status else []
+    ready = not conditions or any(c.text("type") == "Ready" and c.text("status") == "True" for c in conditions)
+    if meta is None:
+        return None
+    if allocatable is None and capacity is None:
+        obj.problems.warn(meta.origin, f"node {meta.name} has neither status.allocatable nor status.capacity: "
+                                       "no pod fits on it")
+    return snapshot.Node(
+        name=meta.name, allocatable=Resources(allocatable if allocatable is not None else capacity or {}),
+        capacity=Resources(capacity or {}), labels=meta.labels, annotations=meta.annotations,
+        taints=tuple(t for t in taints if t is not None),
+        unschedulable=spec.flag("unschedulable", default=False) if spec else False,
+        ready=ready, origin=meta.origin)
+
+
+def read_pod(obj: View, *, class_values: Mapping[str, int]) -> snapshot.Pod | None:
+    meta = read_meta(obj, namespaced=True)
+    spec = read_pod_spec(obj.mapping("spec"))
+    status = obj.mapping("status")
+    phase = status.choice("phase", _POD_PHASES, default="Pending") if status else "Pending"
+    if meta is None:
+        return None
+    return snapshot.Pod(
+        namespace=meta.namespace, name=meta.name, uid=meta.uid, resreq=spec.resreq,
+        status=task_status(phase, node_name=spec.node_name, deleting=meta.deleting),
+        node_name=spec.node_name, phase=phase,
+        priority=task_priority(obj, meta, spec, class_values),
+        priority_class_name=spec.priority_class_name,
+        scheduler_name=spec.scheduler_name or DEFAULT_SCHEDULER,
+        group=meta.annotations.get(snapshot.GROUP_NAME_ANNOTATION, ""),
+        role=meta.annotations.get(snapshot.TASK_SPEC_ANNOTATION, ""),
+        labels=meta.labels, annotations=meta.annotations, node_selector=spec.node_selector,
+        required_affinity=spec.required_affinity, preferred_affinity=spec.preferred_affinity,
+        tolerations=spec.tolerations, creation=meta.creation, preemption_policy=spec.preemption_policy,
+        nominated_node=status.text("nominatedNodeName") if status else "",
+        scheduling_gated=spec.scheduling_gated, vgpu_limits=spec.vgpu_limits, origin=meta.origin)
+
+
+def read_pod_spec(spec: View | None) -> PodSpec:
+    """The scheduling-relevant part of a pod spec; an absent spec asks for nothing but `pods: 1`."""
+    if spec is None:
+        return PodSpec(resreq=Resources({resources.PODS: 1}))
+    containers = spec.mappings("containers")
+    total: dict[str, int] = {}
+    vgpu: dict[str, int] = {}
+    for container in containers:
+        request, limits = _container_request(container)
+        _add(total, request)
+        for key in VGPU_KEYS:
+            amount = limits.plain_quantity(key) if limits else None
+            if amount is not None:
+                vgpu[key] = vgpu.get(key, 0) + amount
+    _add(total, spec.quantities("overhead") or {})  # Volcano adds overhead before the init-container max
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for init in spec.mappings("initContainers"):
+        request, _ = _container_request(init)
+        if init.text("restartPolicy") == "Always":  # a sidecar runs beside the containers
+            _add(total, request)
+            _add(sidecars, request)
+            _max(init_peak, sidecars)
+        else:
+            _max(init_peak, _added(request, sidecars))
+    _max(total, init_peak)
+    total[resources.PODS] = 1
+    return PodSpec(
+        resreq=Resources(total), scheduler_name=spec.text("schedulerName"),
+        priority=spec.optional_integer("priority"), priority_class_name=spec.text("priorityClassName"),
+        node_name=spec.text("nodeName"), node_selector=spec.text_map("nodeSelector"),
+        required_affinity=_required_affinity(spec), preferred_affinity=_preferred_affinity(spec),
+        tolerations=tuple(t for t in (_read_toleration(v) for v in spec.mappings("tolerations")) if t),
+        preemption_policy=spec.choice("preemptionPolicy", _PREEMPTION_POLICIES, default="PreemptLowerPriority"),
+        scheduling_gated=spec.sequence_length("schedulingGates") > 0, vgpu_limits=vgpu)
+
+
+def task_status(phase: str, *, node_name: str, deleting: bool) -> snapshot.TaskStatus:
+    """Volcano's getTaskStatus (reference §1)."""
+    if phase in ("Pending", "Running") and deleting:
+        return snapshot.TaskStatus.RELEASING
+    if phase == "Pending":
+        return snapshot.TaskStatus.BOUND if node_name else snapshot.TaskStatus.PENDING
+    return {"Running": snapshot.TaskStatus.RUNNING, "Succeeded": snapshot.TaskStatus.SUCCEEDED,
+            "Failed": snapshot.TaskStatus.FAILED}.get(phase, snapshot.TaskStatus.UNKNOWN)
+
+
+def task_priority(obj: View, meta: Meta, spec: PodSpec, class_values: Mapping[str, int]) -> int:
+    priority = spec.priority
+    if priority is None:
+        priority = class_values.get(spec.priority_class_name, 1)
+    raw = meta.annotations.get(snapshot.TASK_PRIORITY_ANNOTATION)
+    if raw is not None:
+        try:
+            override = int(raw.strip(), 10)
+        except ValueError:
+            override = None
+        if override is not None and _INT32[0] <= override <= _INT32[1]:
+            return override
+        obj.problems.warn(meta.origin, f"pod {meta.namespace}/{meta.name}: ignoring "
+                                       f"{snapshot.TASK_PRIORITY_ANNOTATION}={raw!r} (not a 32-bit integer), "
+                                       "as Volcano does")
+    return priority
+
+
+def read_podgroup(obj: View) -> tuple[snapshot.PodGroup, Meta] | None:
+    meta = read_meta(obj, namespaced=True)
+    spec, status = obj.mapping("spec"), obj.mapping("status")
+    min_resources = spec.quantities("minResources") if spec else None
+    phases = [p.value for p in snapshot.PodGroupPhase]
+    phase = status.choice("phase", phases, default="Pending") if status else "Pending"
+    conditions = tuple(snapshot.Condition(type=c.text("type", required=True), status=c.text("status"),
+                                          reason=c.text("reason"), message=c.text("message"))
+                       for c in (status.mappings("conditions") if status else []))
+    if meta is None:
+        return None
+    group = snapshot.PodGroup(
+        namespace=meta.namespace, name=meta.name, uid=meta.uid,
+        queue=(spec.text("queue") if spec else "") or snapshot.DEFAULT_QUEUE,
+        min_member=spec.integer("minMember", default=1, minimum=0) if spec else 1,
+        min_task_member=spec.int_map("minTaskMember") if spec else {},
+        min_resources=None if min_resources is None else Resources(min_resources),
+        priority_class_name=spec.text("priorityClassName") if spec else "",
+        phase=snapshot.PodGroupPhase(phase), conditions=conditions, creation=meta.creation,
+        annotations=meta.annotations, labels=meta.labels, origin=meta.origin)
+    return group, meta
+
+
+def read_queue(obj: View) -> snapshot.Queue | None:
+    meta = read_meta(obj, namespaced=False)
+    spec, status = obj.mapping("spec"), obj.mapping("status")
+    weight = spec.integer("weight", default=1, minimum=0) if spec else 1
+    capability = spec.quantities("capability") if spec else None
+    deserved = spec.quantities("deserved") if spec else None
+    guarantee = spec.mapping("guarantee") if spec else None
+    guaranteed = guarantee.quantities("resource") if guarantee else None
+    states = [s.value for s in snapshot.QueueState]
+    state = status.choice("state", states, default="Open") if status else "Open"
+    if meta is None:
+        return None
+    return snapshot.Queue(
+        name=meta.name, weight=weight or 1,  # the queue webhook turns weight 0 into 1
+        capability=None if capability is None else Resources(capability),
+        deserved=None if deserved is None else Resources(deserved),
+        guarantee=Resources(guaranteed or {}),
+        reclaimable=spec.flag("reclaimable", default=True) if spec else True,
+        parent=spec.text("parent") if spec else "",
+        priority=spec.integer("priority", default=0, minimum=0) if spec else 0,
+        state=snapshot.QueueState(state), creation=meta.creation, annotations=meta.annotations,
+        origin=meta.origin)
+
+
+def read_priority_class(obj: View) -> snapshot.PriorityClass | None:
+    meta = read_meta(obj, namespaced=False)
+    if "value" not in obj.node or obj.node["value"] is None:
+        obj.missing("value")
+        return None
+    value = obj.optional_integer("value")
+    if meta is None or value is None:
+        return None
+    return snapshot.PriorityClass(name=meta.name, value=value,
+                                  global_default=obj.flag("globalDefault", default=False))
+
+
+def read_conf(obj: View) -> Conf | None:
+    """The volcano-scheduler.conf of a ConfigMap, or None when it holds none."""
+    data = obj.mapping("data")
+    if data is None or CONF_KEY not in data.node:
+        return None
+    text = data.text(CONF_KEY)
+    span = data.value_span(CONF_KEY)
+    value = data.node.get(CONF_KEY)
+    if not isinstance(value, LiteralScalarString):
+        return Conf(text=text, origin=span, line_offset=None, col_offset=0)
+    indent = _literal_indent(data.file.source.text.splitlines(), span.line - 1, data.node)
+    # A literal block's content starts on the line after its `|` header, every line indented alike.
+    return Conf(text=text, origin=Span(span.file, span.line + 1, indent + 1), line_offset=span.line,
+                col_offset=indent)
+
+
+def _literal_indent(lines: list[str], header: int, parent: CommentedMap) -> int:
+    header_text = lines[header].split("|", 1)[-1].split("#", 1)[0]
+    indicator = "".join(ch for ch in header_text if ch.isdigit())[:1]
+    if indicator:
+        return int(parent.lc.col) + int(indicator)
+    for line in lines[header + 1:]:
+        if line.strip():
+            return len(line) - len(line.lstrip(" "))
+    return 0
+
+
+def _container_request(container: View) -> tuple[dict[str, int], View | None]:
+    """A container's requests, and its `limits` mapping for the readers of per-container limits."""
+    spec = container.mapping("resources")
+    if spec is None:
+        return {}, None
+    limits = spec.quantities("limits") or {}
+    requests = spec.quantities("requests") or {}
+    # API defaulting: a limit without a request is also the request.
+    return {**limits, **requests}, spec.mapping("limits") if limits else None
+
+
+def _read_taint(view: View) -> snapshot.Taint | None:
+    key = view.text("key", required=True)
+    effect = view.text("effect", required=True)
+    if effect and effect not in _TAINT_EFFECTS:
+        effect = view.choice("effect", _TAINT_EFFECTS, default="")
+    if not key or not effect:
+        return None
+    return snapshot.Taint(key=key, value=view.text("value"), effect=effect)
+
+
+def _read_toleration(view: View) -> snapshot.Toleration | None:
+    operator = view.choice("operator", ("Equal", "Exists"), default="Equal")
+    key, value = view.text("key"), view.text("value")
+    effect = view.choice("effect", ("", *_TAINT_EFFECTS), default="")
+    if operator == "Exists" and value:
+        view.bad_value("value", f'must be empty when operator is Exists, got "{value}"',
+                       "remove the value, or use operator: Equal")
+        return None
+    if not key and operator != "Exists":
+        view.bad_value("operator", "must be Exists when key is empty (a toleration of every taint)",
+                       "set operator: Exists, or give a key")
+        return None
+    return snapshot.Toleration(key=key, operator=operator, value=value, effect=effect)
+
+
+def _node_affinity(spec: View) -> View | None:
+    affinity = spec.mapping("affinity")
+    return affinity.mapping("nodeAffinity") if affinity else None
+
+
+def _required_affinity(spec: View) -> tuple[snapshot.NodeSelectorTerm, ...]:
+    node_affinity = _node_affinity(spec)
+    required = node_affinity.mapping("requiredDuringSchedulingIgnoredDuringExecution") if node_affinity else None
+    return tuple(_read_term(t) for t in required.mappings("nodeSelectorTerms")) if required else ()
+
+
+def _preferred_affinity(spec: View) -> tuple[snapshot.PreferredTerm, ...]:
+    node_affinity = _node_affinity(spec)
+    if node_affinity is None:
+        return ()
+    out = []
+    for item in node_affinity.mappings("preferredDuringSchedulingIgnoredDuringExecution"):
+        weight = item.integer("weight", default=1, minimum=1)
+        if weight > 100:
+            item.bad_value("weight", f"must be at most 100, got {weight}", "use a weight from 1 to 100")
+        preference = item.mapping("preference", required=True)
+        if preference is not None:
+            out.append(snapshot.PreferredTerm(weight=weight, term=_read_term(preference)))
+    return tuple(out)
+
+
+def _read_term(term: View) -> snapshot.NodeSelectorTerm:
+    requirements = [r for r in (_read_requirement(e, field=False) for e in term.mappings("matchExpressions")) if r]
+    requirements += [r for r in (_read_requirement(e, field=True) for e in term.mappings("matchFields")) if r]
+    return snapshot.NodeSelectorTerm(requirements=tuple(requirements))
+
+
+def _read_requirement(view: View, *, field: bool) -> snapshot.SelectorRequirement | None:
+    key = view.text("key", required=True)
+    operators = _FIELD_OPERATORS if field else _SELECTOR_OPERATORS
+    if not view.has("operator"):
+        view.missing("operator")
+        return None
+    operator = view.choice("operator", operators, default="")
+    values = view.texts("values")
+    if operator in ("In", "NotIn") and not values:
+        view.bad_value("operator", f"{operator} needs at least one value", "add values: [...]")
+        return None
+    if operator in ("Exists", "DoesNotExist") and values:
+        view.bad_value("values", f"must be empty for operator {operator}", "remove the values")
+        return None
+    if operator in ("Gt", "Lt") and (len(values) != 1 or not values[0].lstrip("-").isdigit()):
+        view.bad_value("values", f"{operator} needs exactly one integer value", 'write e.g. values: ["4"]')
+        return None
+    if not key or not operator:
+        return None
+    return snapshot.SelectorRequirement(key=key, operator=operator, values=values, field=field)
+
+
+def _add(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for name, amount in other.items():
+        into[name] = into.get(name, 0) + amount
+
+
+def _added(left: Mapping[str, int], right: Mapping[str, int]) -> dict[str, int]:
+    out = dict(left)
+    _add(out, right)
+    return out
+
+
+def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for name, amount in other.items():
+        into[name] = max(into.get(name, 0), amount)
