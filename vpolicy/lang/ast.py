@@ -123,7 +123,7 @@ class Aggregate:
     `count` has no body (`count(t in xs where cond)`); `all`/`any` use the body as the condition.
     """
 
-    func: str  # sum | count | all | any | max | min | list
+    func: str  # sum | count | all | any | max | min | list | map (a map keyed by the variable's values)
     var: str
     source: "Expr"
     where: "Expr | None"
@@ -141,7 +141,9 @@ class Select:
           then left - 1
 
     A candidate is selected when `when` holds (with the state variable bound to its group's current
-    value); after selection the group's state becomes `then`. Without `group`, it is a plain filter.
+    value); after selection the group's state becomes `then`. With `after EXPR` instead of `then EXPR`
+    the state is updated after every candidate, selected or not (drf's accumulation). Without `group`,
+    it is a plain filter.
     """
 
     var: str
@@ -151,6 +153,7 @@ class Select:
     state: str | None
     when: "Expr"
     then: "Expr | None"
+    after: bool = False  # `after EXPR`: update the group's state after every candidate, chosen or not
     span: Span = _span()
 
 
@@ -176,6 +179,7 @@ class Param:
     doc: str = ""
     conf_key: str = ""  # `from "binpack.weight"`: the conf argument key; "" = same as name
     span: Span = _span()
+    name_span: Span = _span()
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +200,7 @@ class LetDecl:
     value: Expr
     doc: str = ""
     span: Span = _span()
+    name_span: Span = _span()
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +226,8 @@ class Rule:
     normalize: Normalize | None = None
     doc: str = ""
     span: Span = _span()
+    name_span: Span = _span()
+    callback_span: Span = _span()
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +238,7 @@ class Property:
     body: Expr
     doc: str = ""
     span: Span = _span()
+    name_span: Span = _span()
 
 
 @dataclass(frozen=True, slots=True)
