@@ -83,6 +83,10 @@ def test_well_typed_modules_have_no_problems(text: str) -> None:
                   "share(resources, resources) -> number"), id="function-arity"),
     pytest.param("let f(q: queue): number = 1\nlet x = f()",
                  ("check.function-arity", 3, 9, "'f' takes 1 argument, not 0", "f(q)"), id="let-function-arity"),
+    pytest.param("let share(q: queue): number = share(q.allocated, q.deserved)",
+                 ("check.function-arity", 2, 31, "'share' takes 1 argument, not 2",
+                  ("share(q); the let shadows the built-in share(resources, resources): rename the let to call "
+                   "the built-in")), id="let-shadowing-a-builtin"),
     pytest.param("let x = share(1, cluster.total)",
                  ("check.type-mismatch", 2, 15, "argument 1 of 'share' must be resources, not int", None),
                  id="argument-type"),

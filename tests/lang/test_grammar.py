@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import re
+from pathlib import Path
 
 import lark
 import pytest
@@ -13,6 +14,19 @@ from vpolicy.lang import grammar
 def test_the_grammar_is_found_in_the_checkout() -> None:
     path = grammar.grammar_path()
     assert path.name == "vpolicy.lark" and path.parent.name == "grammar"
+
+
+def test_an_installed_wheel_finds_the_grammar_under_its_prefix(tmp_path: Path) -> None:
+    shipped = tmp_path / "venv" / "share" / "vpolicy" / "grammar" / "vpolicy.lark"
+    shipped.parent.mkdir(parents=True)
+    shipped.write_text(grammar.grammar_text(), encoding="utf-8")
+    found = grammar.grammar_path(checkout=tmp_path / "site-packages", prefix=str(tmp_path / "venv"))
+    assert found == shipped
+
+
+def test_a_missing_grammar_is_a_broken_installation(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        grammar.grammar_path(checkout=tmp_path, prefix=str(tmp_path))
 
 
 def test_the_grammar_has_no_lalr_conflicts(caplog: pytest.LogCaptureFixture) -> None:

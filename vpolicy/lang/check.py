@@ -231,6 +231,10 @@ class ExprChecker:
             # binder types' own errors are reported once, with the let's body
             wanted = [types.from_ref(b.type)[0] if b.type else types.ANY for b in user.params]
             signature = f"{node.func}({', '.join(b.name for b in user.params)})"
+            shadowed = builtins.FUNCTIONS.get(node.func)
+            if shadowed is not None and len(args) == len(shadowed.params) != len(user.params):
+                signature += (f"; the let shadows the built-in {node.func}({', '.join(shadowed.params)}): "
+                              "rename the let to call the built-in")
             self._arguments(node, at, args, wanted, variadic=False, signature=signature)
             return self.function_result(user, node)
         builtin = builtins.FUNCTIONS.get(node.func)

@@ -34,12 +34,15 @@ START_MODULE = "start"
 START_EXPR = "expr"
 
 
-def grammar_path() -> Path:
-    """The grammar file: the checkout's `grammar/` first, then the wheel's `share/vpolicy/grammar/`."""
-    package_parent = Path(__file__).resolve().parent.parent.parent
+def grammar_path(*, checkout: Path | None = None, prefix: str | None = None) -> Path:
+    """The grammar file: the checkout's `grammar/` first, then the wheel's `share/vpolicy/grammar/`.
+
+    `checkout` (the folder holding the `vpolicy` package) and `prefix` default to this installation's.
+    """
+    checkout = checkout or Path(__file__).resolve().parent.parent.parent
     candidates = (
-        package_parent / "grammar" / GRAMMAR_NAME,
-        Path(sys.prefix) / "share" / "vpolicy" / "grammar" / GRAMMAR_NAME,
+        checkout / "grammar" / GRAMMAR_NAME,
+        Path(prefix or sys.prefix) / "share" / "vpolicy" / "grammar" / GRAMMAR_NAME,
     )
     for candidate in candidates:
         if candidate.is_file():
