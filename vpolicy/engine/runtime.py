@@ -191,26 +191,33 @@ class Runtime:
                     scores[name] += v
         return scores
 
-    # victims: intersection inside a tier, first tier with victims wins --------------------------------
+    # victims: Volcano's Preemptable/Reclaimable, step for step ------------------------------------
     def victims(self, callback: str, preemptor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], CompiledRule | None]:
+        """Intersection inside a tier; an empty answer ends the tier with nothing; the first tier with
+        victims wins. As in Volcano's code, once any rule has answered with victims, later tiers can
+        only intersect with what is left, so they never bring victims of their own."""
+        victims: list[TaskInfo] | None = None
+        answered = False
+        first_rule: CompiledRule | None = None
         for tier in self._by_callback[callback]:
-            chosen: dict[str, TaskInfo] | None = None
-            first_rule: CompiledRule | None = None
-            vetoed = False
             for _plugin, rules in tier:
+                stop = False
                 for rule in rules:
                     result = self._call(rule, preemptor, list(candidates))
                     if not result:
-                        vetoed = True
+                        victims = None
+                        stop = True
                         break
-                    ids = {t.uid: t for t in result}
-                    chosen = ids if chosen is None else {u: t for u, t in chosen.items() if u in ids}
-                    first_rule = first_rule or rule
-                if vetoed:
+                    if not answered:
+                        victims, answered, first_rule = list(result), True, rule
+                    else:
+                        ids = {t.uid for t in result}
+                        kept = [v for v in victims or [] if v.uid in ids]
+                        victims = kept or None
+                if stop:
                     break
-            if vetoed or not chosen:
-                continue
-            return [t for t in candidates if t.uid in chosen], first_rule
+            if victims:
+                return victims, first_rule
         return [], None
 
 

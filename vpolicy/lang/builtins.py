@@ -98,6 +98,8 @@ QUEUE = {
     "is_leaf": Attribute("bool", "no child queues"),
     "jobs": Attribute("list[job]", "jobs in this queue"),
     "allocated": Attribute("resources", "sum of allocated-status task requests (live in the session)"),
+    "tree_allocated": Attribute("resources", "allocated of this queue and all its descendants"),
+    "tree_inqueue": Attribute("resources", "inqueue of this queue and all its descendants"),
     "inqueue": Attribute("resources", "minResources of Inqueue jobs not yet allocated (live; enqueue adds to it)"),
     "elastic": Attribute("resources", "allocated beyond minResources of its jobs"),
     "request": Attribute("resources", "allocated plus Pending task requests"),
@@ -121,6 +123,8 @@ NODE = {
 
 CLUSTER = {
     "total": Attribute("resources", "sum of allocatable over Ready nodes"),
+    "used": Attribute("resources", "sum of node used over Ready nodes"),
+    "inqueue": Attribute("resources", "sum of queues' inqueue (live; enqueue adds to it)"),
     "queues": Attribute("list[queue]", "all queues"),
     "nodes": Attribute("list[node]", "Ready nodes"),
     "jobs": Attribute("list[job]", "all jobs"),
@@ -187,6 +191,11 @@ FUNCTIONS: dict[str, Function] = {
     "minimum": Function(("number", "number"), "number", "the smaller"),
     "contains": Function(("list[any]", "any"), "bool", "membership"),
     "len": Function(("list[any]",), "int", "length"),
+    "keys": Function(("map[any,any]",), "list[any]", "the keys of a map, in insertion order"),
+    "split": Function(("string",), "list[string]", "comma-separated text as a list of trimmed, non-empty items"),
+    "cap_by": Function(("resources", "resources"), "resources",
+                       "per-dimension minimum with a capability; a dimension the capability lacks, or a cpu/memory "
+                       "capability <= 0, is unlimited (Volcano's Infinity default)"),
     "argument": Function(("string", "number"), "number", "a raw plugin argument by key, else the default"),
     "water_fill": Function(("list[queue]", "resources", "map[queue,resources]", "map[queue,resources]"),
                            "map[queue,resources]",

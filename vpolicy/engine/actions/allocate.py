@@ -68,7 +68,7 @@ def _drain(jobs: PriorityQueue[JobInfo] | None) -> list[JobInfo]:
 def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: PriorityQueue[TaskInfo]) -> Statement | None:
     rt = ctx.runtime
     stmt = ctx.statement()
-    failed_roles: set[str] = set()
+    failed_roles = job.failed_roles  # session-wide, as Volcano's per-job fit-error cache
     while not tasks.empty():
         task = tasks.pop()
         if not rt.allocatable(job.queue, task):
