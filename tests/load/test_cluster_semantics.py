@@ -181,7 +181,7 @@ def test_pod_fields_the_scheduler_reads_are_kept(write_dump: WriteDump) -> None:
 def test_pod_defaults_match_an_unadmitted_pod(write_dump: WriteDump) -> None:
     (pod,) = load(write_dump(pod_dump())).pods
     assert (pod.namespace, pod.uid, pod.scheduler_name, pod.group, pod.creation, pod.phase) == (
-        "default", "default/p", "default-scheduler", "", 0.0, "Pending")
+        "default", "default/p", "", "", 0.0, "Pending")
 
 
 NODE = """\

@@ -39,10 +39,10 @@ class Placement:
         self.state = state
         self.node_list = list(state.nodes.values())
 
-    def feasible_nodes(self, task: TaskInfo, errors: FitErrors) -> list[NodeInfo]:
+    def feasible_nodes(self, task: TaskInfo, errors: FitErrors, *, nodes: list[NodeInfo] | None = None) -> list[NodeInfo]:
         """Nodes passing the allocate-flavour predicate: resources fit FutureIdle, then every rule."""
         found = []
-        for node in self.node_list:
+        for node in self.node_list if nodes is None else nodes:
             future = node.future_idle
             if not task.resreq.le(future):
                 errors.add(node.name, [f"Insufficient {r}" for r in task.resreq.any_gt(future)])
@@ -53,6 +53,13 @@ class Placement:
                 continue
             found.append(node)
         return found
+
+    def nominated_node(self, task: TaskInfo) -> list[NodeInfo]:
+        """The pod's nominatedNodeName, tried first when the task fits its Idle and passes the rules."""
+        node = self.state.nodes.get(task.pod.nominated_node) if task.pod.nominated_node else None
+        if node is None or not task.resreq.le(node.idle):
+            return []
+        return self.feasible_nodes(task, FitErrors(), nodes=[node])
 
     def preempt_nodes(self, task: TaskInfo) -> list[NodeInfo]:
         """Nodes where evicting could help: only `unresolvable` predicate failures exclude a node."""

@@ -96,7 +96,7 @@ class Runtime:
             return v < 0
         if l.creation != r.creation:
             return l.creation < r.creation
-        return l.uid < r.uid if l.uid != r.uid else l.key < r.key
+        return l.key < r.key  # Volcano's JobID is <namespace>/<podgroup name>
 
     def task_before(self, l: TaskInfo, r: TaskInfo) -> bool:
         v = self._order("task_order", l, r)

@@ -261,7 +261,7 @@ class ClusterInfo:
 class SessionState:
     """All live objects of one session, built from a snapshot (Volcano's OpenSession snapshot step)."""
 
-    def __init__(self, snapshot: snap.ClusterSnapshot):
+    def __init__(self, snapshot: snap.ClusterSnapshot, *, scheduler_names: tuple[str, ...] = ("volcano",)):
         self.snapshot = snapshot
         self.nodes: dict[str, NodeInfo] = {n.name: NodeInfo(n) for n in snapshot.nodes if n.ready}
         self.queues: dict[str, QueueInfo] = {q.name: QueueInfo(q) for q in snapshot.queues}
@@ -283,6 +283,8 @@ class SessionState:
         self.other_pods: list[TaskInfo] = []  # pods of no job: they only consume node resources
         for pod in snapshot.pods:
             job = self.jobs.get(f"{pod.namespace}/{pod.group}") if pod.group else None
+            if job is not None and not pod.node_name and pod.scheduler_name not in ("", *scheduler_names):
+                job = None  # an unassigned pod of another scheduler is not Volcano's (reference §1)
             task = TaskInfo(pod, job)
             if job is not None:
                 job.tasks.append(task)

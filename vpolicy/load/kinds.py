@@ -134,7 +134,7 @@ def read_pod(obj: View, *, class_values: Mapping[str, int]) -> snapshot.Pod | No
         node_name=spec.node_name, phase=phase,
         priority=task_priority(obj, meta, spec, class_values),
         priority_class_name=spec.priority_class_name,
-        scheduler_name=spec.scheduler_name or DEFAULT_SCHEDULER,
+        scheduler_name=spec.scheduler_name,  # "" = not written; see snapshot.Pod.scheduler_name
         group=meta.annotations.get(snapshot.GROUP_NAME_ANNOTATION, ""),
         role=meta.annotations.get(snapshot.TASK_SPEC_ANNOTATION, ""),
         labels=meta.labels, annotations=meta.annotations, node_selector=spec.node_selector,

@@ -124,7 +124,9 @@ class Pod:
     phase: str = "Pending"
     priority: int = 1  # pod.spec.priority, 1 when nil (Volcano), or the task-priority annotation
     priority_class_name: str = ""
-    scheduler_name: str = "default-scheduler"
+    # spec.schedulerName; "" when the dump does not say (hand-written files, Volcano's unit tests): the
+    # engine then treats the pod as its own. An API server always fills it (default-scheduler).
+    scheduler_name: str = ""
     group: str = ""  # PodGroup name from the group-name annotation ("" = no group)
     role: str = ""  # task name within the job (volcano.sh/task-spec)
     labels: Mapping[str, str] = field(default_factory=dict)

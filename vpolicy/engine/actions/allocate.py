@@ -77,7 +77,9 @@ def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: PriorityQueue[TaskIn
         if task.role in failed_roles:
             continue
         errors = FitErrors()
-        nodes = ctx.placement.feasible_nodes(task, errors)
+        nodes = ctx.placement.nominated_node(task)
+        if not nodes:
+            nodes = ctx.placement.feasible_nodes(task, errors)
         if not nodes:
             ctx.fit_errors[task.uid] = errors
             failed_roles.add(task.role)
