@@ -27,6 +27,10 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="parse and check policies, confs and cluster manifests")
     c.add_argument("files", nargs="+")
     c.add_argument("--output", choices=("text", "json"), default="text")
+    t = sub.add_parser("test", help="run scenario files (policies/tests) and report pass/fail with diffs")
+    t.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or folders (default: policies/tests)")
+    t.add_argument("--run", metavar="REGEX", help="only scenarios whose name or path matches (regex or substring)")
+    t.add_argument("--output", choices=("text", "json"), default="text")
     return p
 
 
@@ -39,6 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from vpolicy.harness.check import run_check
 
             return run_check(args.files, output=args.output, out=sys.stdout, err=sys.stderr)
+        if args.command == "test":
+            return _test(args)
     except PolicyError as exc:
         for diag in exc.diagnostics:
             print(diag.one_line(), file=sys.stderr)
@@ -63,6 +69,21 @@ def _dry_run(args: argparse.Namespace) -> int:
     else:
         report.write_tables(doc, sys.stdout)
     return EXIT_OK
+
+
+def _test(args: argparse.Namespace) -> int:
+    from vpolicy.harness import report, testing
+
+    run = testing.run_paths(args.paths or [testing.default_root()], run=args.run)
+    for diag in run.errors:
+        print(diag.one_line(), file=sys.stderr)
+    if args.output == "json":
+        report.write_json(testing.to_json(run), sys.stdout)
+    else:
+        sys.stdout.write(testing.format_text(run))
+    if run.errors:
+        return EXIT_BAD_INPUT
+    return EXIT_OK if run.ok else EXIT_FAILED
 
 
 if __name__ == "__main__":
