@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
-from vpolicy.compile import evaluate, ir
+from vpolicy.compile import evaluate, ir, vectorize
 from vpolicy.compile.functions import FUNCTIONS
 from vpolicy.errors import Diagnostic, PolicyError
 from vpolicy.lang import ast
@@ -40,6 +40,11 @@ class CompiledRule:
     unresolvable: bool = False
     normalize_weight: evaluate.Closure | None = None
     normalize_reverse: bool = False
+    # Node rules (predicate, node_order) batched over nodes, or None when only the scalar form exists.
+    vector: vectorize.VClosure | None = None
+    # What the rule's answer depends on: "static" = the task's spec and the node's fixed fields (cache
+    # per task class), "node" = also node usage (recompute for nodes that changed), "any" = anything.
+    depends: str = "any"
 
     def call(self, env: dict[str, Any], *args: Any) -> Any:
         for name, value in zip(self.params, args):
@@ -53,6 +58,7 @@ class CompiledModule:
     file: str
     rules: dict[str, list[CompiledRule]] = field(default_factory=dict)  # callback -> rules, in file order
     session_lets: list[tuple[str, ir.Term, evaluate.Closure]] = field(default_factory=list)
+    functions: dict[str, tuple[tuple[str, ...], ir.Term]] = field(default_factory=dict)
     properties: list[tuple[str, ir.Term, evaluate.Closure, ir.Label]] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -111,10 +117,24 @@ class _Lowerer:
                 out.properties.append((decl.name, term, self._compile(term), label))
         for name, fn in self.functions.items():
             scope = {b.name: f"{name}.{b.name}" for b in fn.params or ()}
-            self.user_closures[name] = self._compile(self.lower(fn.value, scope))
+            term = self.lower(fn.value, scope)
+            out.functions[name] = (tuple(scope.values()), term)
+            self.user_closures[name] = self._compile(term)
         if self.diags:
             raise PolicyError(self.diags)
+        for callback in ("predicate", "node_order"):
+            out.rules[callback] = [self._with_vector(r, out.functions) for r in out.rules.get(callback, [])]
         return out
+
+    def _with_vector(self, rule: CompiledRule, functions: dict[str, tuple[tuple[str, ...], ir.Term]]) -> CompiledRule:
+        from dataclasses import replace
+
+        depends = classify(rule.term, functions)
+        try:
+            vector = vectorize.compile_node_rule(rule.term, rule.params[1], functions, self.fns)
+        except vectorize.Unvectorizable:
+            vector = None
+        return replace(rule, vector=vector, depends=depends)
 
     # parameters ----------------------------------------------------------------------------------
     def _param_value(self, decl: ast.Param) -> Any:
@@ -244,6 +264,43 @@ class _Lowerer:
             self.diags.append(Diagnostic("compile.unknown-function", f"unknown function '{e.func}'", e.span))
             return ir.Const(None)
         return ir.Apply(e.func, tuple(args))
+
+
+# Attributes a node rule may read and still be cached per task class: the task's spec and the node's
+# fixed fields. Anything else (node usage, job or queue state, task identity) changes within a session.
+_STATIC_ATTRS = frozenset({"allocatable", "labels", "unschedulable", "max_pods", "resreq", "node_selector",
+                           "best_effort", "priority_class_name", "namespace", "role", "total"})
+_NODE_ATTRS = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count"})
+
+
+def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]]) -> str:
+    """'static', 'node' or 'any': what a node rule's answer depends on (see CompiledRule.depends)."""
+    attrs: set[str] = set()
+    seen: set[str] = set()
+
+    def walk(t: object) -> None:
+        if isinstance(t, ir.GetAttr):
+            attrs.add(t.name)
+        if isinstance(t, ir.CallUser) and t.func not in seen and t.func in functions:
+            seen.add(t.func)
+            walk(functions[t.func][1])
+        for value in getattr(t, "__dataclass_fields__", {}):
+            child = getattr(t, value)
+            if isinstance(child, tuple):
+                for c in child:
+                    if isinstance(c, tuple):
+                        for cc in c:
+                            walk(cc)
+                    else:
+                        walk(c)
+            elif child is not None and not isinstance(child, (str, int, float, bool)):
+                walk(child)
+    walk(term)
+    if attrs <= _STATIC_ATTRS:
+        return "static"
+    if attrs <= _STATIC_ATTRS | _NODE_ATTRS:
+        return "node"
+    return "any"
 
 
 def _quantity_number(text: str) -> float | int:

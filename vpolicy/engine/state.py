@@ -9,8 +9,13 @@ This module does not decide anything (see `actions`) and does not undo (see `sta
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
+import numpy as np
+
+from vpolicy.engine.devices import DeviceLedger
+from vpolicy.engine.devices import DeviceLedger
+from vpolicy.engine.devices import DeviceLedger
 from vpolicy.model import snapshot as snap
 from vpolicy.model.resources import ZERO, Resources, total
 from vpolicy.model.snapshot import ALLOCATED_STATUSES, READY_STATUSES, TaskStatus
@@ -83,6 +88,8 @@ class JobInfo:
         self.phase = pg.phase.value
         self.creation = pg.creation
         self.tasks: list[TaskInfo] = []
+        self.counts: dict[TaskStatus, int] = {}
+        self.pending_be = 0
         self.allocated: Resources = ZERO
         self.fit_errors: dict[str, dict[str, str]] = {}  # task key -> node -> reason
         self.job_errors: list[str] = []  # job-level reasons (invalid, queue, enqueue)
@@ -90,31 +97,34 @@ class JobInfo:
         self.unschedulable_condition = False
         self.enqueued_now = False
 
-    # counts ---------------------------------------------------------------------------------------
+    # counts: kept per status by SessionState.set_status, so rules read them in O(1) -----------------
     def count(self, statuses: Iterable[TaskStatus]) -> int:
-        wanted = set(statuses)
-        return sum(1 for t in self.tasks if t.status in wanted)
+        return sum(self.counts.get(s, 0) for s in set(statuses))
+
+    def track(self, task: TaskInfo, delta: int) -> None:
+        self.counts[task.status] = self.counts.get(task.status, 0) + delta
+        if task.best_effort and task.status is TaskStatus.PENDING:
+            self.pending_be += delta
 
     @property
     def ready_count(self) -> int:
-        return sum(1 for t in self.tasks if t.status in READY_STATUSES)
+        return self.count(READY_STATUSES)
 
     @property
     def pipelined_count(self) -> int:
-        return sum(1 for t in self.tasks if t.status is TaskStatus.PIPELINED)
+        return self.counts.get(TaskStatus.PIPELINED, 0)
 
     @property
     def pending_count(self) -> int:
-        return sum(1 for t in self.tasks if t.status is TaskStatus.PENDING)
+        return self.counts.get(TaskStatus.PENDING, 0)
 
     @property
     def pending_best_effort_count(self) -> int:
-        return sum(1 for t in self.tasks if t.status is TaskStatus.PENDING and t.best_effort)
+        return self.pending_be
 
     @property
     def valid_task_count(self) -> int:
-        ok = READY_STATUSES | {TaskStatus.PENDING, TaskStatus.PIPELINED}
-        return sum(1 for t in self.tasks if t.status in ok)
+        return self.count(READY_STATUSES | {TaskStatus.PENDING, TaskStatus.PIPELINED})
 
     @property
     def task_count(self) -> int:
@@ -208,6 +218,7 @@ class NodeInfo:
         self.releasing: Resources = ZERO
         self.pipelined: Resources = ZERO
         self.tasks: list[TaskInfo] = []
+        self.gpus: Any = None  # the node's GPU cards in the session (engine.devices.NodeGpus); None: no inventory
 
     @property
     def idle(self) -> Resources:
@@ -227,6 +238,59 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"Node({self.name})"
+
+
+class NodeArrays:
+    """Every Ready node's resources as rows of numpy arrays, kept in step with NodeInfo.
+
+    Rules evaluated over many nodes at once (see `vpolicy.compile.vectorize`) and the resource-fit
+    check read these instead of asking each NodeInfo; `version[i]` grows whenever node i changes, so
+    cached per-node answers know when they are stale.
+    """
+
+    def __init__(self, nodes: list[NodeInfo], extra_dims: Iterable[str]):
+        names: dict[str, None] = {}
+        for n in nodes:
+            names.update(dict.fromkeys(n.allocatable))
+        names.update(dict.fromkeys(extra_dims))
+        self.dims = list(names)
+        self.index = {d: i for i, d in enumerate(self.dims)}
+        self.row = {n.name: i for i, n in enumerate(nodes)}
+        self.infos = nodes
+        shape = (len(nodes), len(self.dims))
+        self.allocatable = np.zeros(shape)
+        self.used = np.zeros(shape)
+        self.releasing = np.zeros(shape)
+        self.pipelined = np.zeros(shape)
+        self.pod_count = np.zeros(len(nodes))
+        self.version = np.zeros(len(nodes), dtype=np.int64)
+        for i, n in enumerate(nodes):
+            self.allocatable[i] = self.vector(n.allocatable)
+        self._vectors: dict[Resources, np.ndarray] = {}
+
+    def vector(self, res: Resources) -> np.ndarray:
+        out = np.zeros(len(self.dims))
+        for k, v in res.items():
+            i = self.index.get(k)
+            if i is not None:
+                out[i] = v
+        return out
+
+    def cached_vector(self, res: Resources) -> np.ndarray:
+        vec = self._vectors.get(res)
+        if vec is None:
+            vec = self._vectors[res] = self.vector(res)
+        return vec
+
+    def unknown_dims(self, res: Resources) -> list[str]:
+        """Requested dimensions no node has at all (so no node can fit them)."""
+        return [k for k, v in res.items() if v > 0 and k not in self.index]
+
+    def idle(self) -> np.ndarray:
+        return self.allocatable - self.used
+
+    def future_idle(self) -> np.ndarray:
+        return self.allocatable - self.used + self.releasing - self.pipelined
 
 
 class ClusterInfo:
@@ -288,6 +352,7 @@ class SessionState:
             task = TaskInfo(pod, job)
             if job is not None:
                 job.tasks.append(task)
+                job.track(task, 1)
                 self.tasks[task.uid] = task
             else:
                 self.other_pods.append(task)
@@ -298,7 +363,13 @@ class SessionState:
             job.allocated = total(t.resreq for t in job.tasks if t.status in ALLOCATED_STATUSES)
             job.queue.allocated = job.queue.allocated + job.allocated
         self.total = total(n.allocatable for n in self.nodes.values())
+        self.devices = DeviceLedger.open(self.nodes)  # GPU card usage, following set_status
+        self.devices = DeviceLedger.open(self.nodes)  # GPU card usage, following set_status
+        self.devices = DeviceLedger.open(self.nodes)  # GPU card usage, following set_status
         self.cluster = ClusterInfo(self)
+        self.arrays = NodeArrays(list(self.nodes.values()), (k for p in snapshot.pods for k in p.resreq))
+        for node in self.nodes.values():
+            self._sync_arrays(node)
         self._init_inqueue()
 
     def _init_inqueue(self) -> None:
@@ -317,19 +388,32 @@ class SessionState:
         node.tasks.append(task)
         if task.status is TaskStatus.PIPELINED:
             node.pipelined = node.pipelined + task.resreq
-            return
-        node.used = node.used + task.resreq
-        if task.status is TaskStatus.RELEASING:
-            node.releasing = node.releasing + task.resreq
+        else:
+            node.used = node.used + task.resreq
+            if task.status is TaskStatus.RELEASING:
+                node.releasing = node.releasing + task.resreq
+        self._sync_arrays(node)
 
     def _remove_from_node(self, task: TaskInfo, node: NodeInfo) -> None:
         node.tasks.remove(task)
         if task.status is TaskStatus.PIPELINED:
             node.pipelined = node.pipelined - task.resreq
-            return
-        node.used = node.used - task.resreq
-        if task.status is TaskStatus.RELEASING:
-            node.releasing = node.releasing - task.resreq
+        else:
+            node.used = node.used - task.resreq
+            if task.status is TaskStatus.RELEASING:
+                node.releasing = node.releasing - task.resreq
+        self._sync_arrays(node)
+
+    def _sync_arrays(self, node: NodeInfo) -> None:
+        arrays = getattr(self, "arrays", None)
+        if arrays is None:
+            return  # still building: the arrays are filled once every pod is placed
+        i = arrays.row[node.name]
+        arrays.used[i] = arrays.vector(node.used)
+        arrays.releasing[i] = arrays.vector(node.releasing)
+        arrays.pipelined[i] = arrays.vector(node.pipelined)
+        arrays.pod_count[i] = len(node.tasks)
+        arrays.version[i] += 1
 
     def set_status(self, task: TaskInfo, status: TaskStatus, node_name: str | None = None) -> None:
         """Move a task to `status` (and `node_name`, "" to unplace), keeping every aggregate in step."""
@@ -338,7 +422,11 @@ class SessionState:
         old_node = self.nodes.get(task.node_name) if task.node_name else None
         if old_node is not None and task in old_node.tasks:
             self._remove_from_node(task, old_node)
+        if job is not None:
+            job.track(task, -1)
         task.status = status
+        if job is not None:
+            job.track(task, 1)
         if node_name is not None:
             task.node_name = node_name
         new_node = self.nodes.get(task.node_name) if task.node_name else None
@@ -350,3 +438,6 @@ class SessionState:
             job.allocated = job.allocated + delta
             q: QueueInfo | None = job.queue
             q.allocated = q.allocated + delta
+        self.devices.on_status(task)
+        self.devices.on_status(task)
+        self.devices.on_status(task)

@@ -10,9 +10,10 @@ from vpolicy.engine.state import JobInfo
 
 def run(ctx: ActionContext) -> None:
     rt = ctx.runtime
+    with_best_effort = [j for j in ctx.state.jobs.values() if j.pending_best_effort_count]
     jobs: PriorityQueue[JobInfo] = PriorityQueue(
         lambda l, r: rt.queue_before(l.queue, r.queue) if l.queue is not r.queue else rt.job_before(l, r),
-        ctx.schedulable_jobs())
+        ctx.schedulable_jobs(with_best_effort))
     while not jobs.empty():
         job = jobs.pop()
         stmt = ctx.statement()

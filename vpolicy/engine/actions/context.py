@@ -24,10 +24,10 @@ class ActionContext:
     def statement(self) -> Statement:
         return Statement(self.state, self.outcome)
 
-    def schedulable_jobs(self) -> list[JobInfo]:
+    def schedulable_jobs(self, among: list[JobInfo] | None = None) -> list[JobInfo]:
         """Jobs preempt/reclaim/backfill consider: not Pending, valid, with a queue (reference §4.3)."""
         jobs = []
-        for job in self.state.jobs.values():
+        for job in self.state.jobs.values() if among is None else among:
             if job.phase == PodGroupPhase.PENDING.value:
                 continue
             invalid = self.runtime.job_valid(job)

@@ -5,6 +5,7 @@ from typing import Callable
 
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.heap import PriorityQueue
+from vpolicy.engine.placement import fits
 from vpolicy.engine.state import NodeInfo, TaskInfo
 
 
@@ -39,4 +40,4 @@ def fits_with(victims: list[TaskInfo], preemptor: TaskInfo, node: NodeInfo) -> b
     freed = node.future_idle
     for v in victims:
         freed = freed + v.resreq
-    return preemptor.resreq.le(freed)
+    return fits(preemptor.resreq, freed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims
 from vpolicy.engine.heap import PriorityQueue
+from vpolicy.engine.placement import fits
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
 from vpolicy.model.snapshot import TaskStatus
@@ -105,5 +106,5 @@ def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep) 
 
 
 def _fits(ctx: ActionContext, queue: QueueInfo, task: TaskInfo, node) -> bool:  # type: ignore[no-untyped-def]  # reason: NodeInfo
-    return (ctx.runtime.allocatable(queue, task) and task.resreq.le(node.future_idle)
+    return (ctx.runtime.allocatable(queue, task) and fits(task.resreq, node.future_idle)
             and ctx.runtime.predicate(task, node) is None)

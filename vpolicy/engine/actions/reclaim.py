@@ -9,6 +9,7 @@ from __future__ import annotations
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims
 from vpolicy.engine.heap import PriorityQueue
+from vpolicy.engine.placement import fits
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
 from vpolicy.model.snapshot import TaskStatus
@@ -69,11 +70,11 @@ def reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInf
         local = ctx.statement()
         available = node.future_idle
         for victim in ordered_victims(ctx, victims, task):
-            if task.resreq.le(available):
+            if fits(task.resreq, available):
                 break
             local.evict(victim, action="reclaim", for_job=job.key, rule=rule.label.location if rule else "")
             available = available + victim.resreq
-        if task.resreq.le(available):
+        if fits(task.resreq, available):
             local.pipeline(task, node.name)
             stmt.merge(local)
             return True
