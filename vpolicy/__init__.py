@@ -1,0 +1,39 @@
+"""vpolicy's public facade: the names other packages (the live adapter, tools) may use. Re-exports only.
+
+Names are resolved on first use (PEP 562), so `import vpolicy.model` stays cheap and does not load
+the solver or the parser.
+"""
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vpolicy.engine.session import CompiledPolicy, SessionResult, run_session
+    from vpolicy.errors import Diagnostic, PolicyError
+    from vpolicy.harness.policy import resolve as resolve_policy
+    from vpolicy.load.cluster import load_cluster
+    from vpolicy.load.objects import snapshot_from_objects
+
+# public name -> (module, attribute)
+_EXPORTS: dict[str, tuple[str, str]] = {
+    "CompiledPolicy": ("vpolicy.engine.session", "CompiledPolicy"),
+    "SessionResult": ("vpolicy.engine.session", "SessionResult"),
+    "run_session": ("vpolicy.engine.session", "run_session"),
+    "Diagnostic": ("vpolicy.errors", "Diagnostic"),
+    "PolicyError": ("vpolicy.errors", "PolicyError"),
+    "resolve_policy": ("vpolicy.harness.policy", "resolve"),
+    "load_cluster": ("vpolicy.load.cluster", "load_cluster"),
+    "snapshot_from_objects": ("vpolicy.load.objects", "snapshot_from_objects"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module 'vpolicy' has no attribute {name!r}")
+    value = getattr(import_module(target[0]), target[1])
+    globals()[name] = value
+    return value

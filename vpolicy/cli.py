@@ -14,9 +14,10 @@ from vpolicy.errors import PolicyError
 EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED = 0, 1, 2
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vpolicy", description="Declarative batch-scheduling policies for Kubernetes")
     sub = p.add_subparsers(dest="command", required=True)
+    _extension_commands(sub, sys.argv[1:] if argv is None else argv)
     d = sub.add_parser("dry-run", help="run one session on a cluster dump and print its decisions")
     d.add_argument("--cluster", action="append", required=True, help="cluster dump: file or folder (repeatable)")
     g = d.add_mutually_exclusive_group()
@@ -35,7 +36,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser(argv).parse_args(argv)
+    extension = getattr(args, "extension", None)
+    if callable(extension):  # a subcommand from another package (see _extension_commands)
+        return int(extension(args))
     try:
         if args.command == "dry-run":
             return _dry_run(args)
@@ -84,6 +88,21 @@ def _test(args: argparse.Namespace) -> int:
     if run.errors:
         return EXIT_BAD_INPUT
     return EXIT_OK if run.ok else EXIT_FAILED
+
+
+def _extension_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]", argv: Sequence[str]) -> None:
+    """Subcommands other packages contribute (entry point group `vpolicy.commands`; e.g. `scheduler` from
+    cluster_adapter), so the engine never imports them. Only the one asked for is loaded; the others
+    appear in `--help`. Each entry point is a `register(subparsers)` that sets `extension=<main(args) -> int>`
+    on its parser's defaults."""
+    from importlib.metadata import entry_points
+
+    wanted = next((a for a in argv if not a.startswith("-")), None)
+    for ep in sorted(entry_points(group="vpolicy.commands"), key=lambda e: e.name):
+        if ep.name == wanted:
+            ep.load()(sub)
+        else:
+            sub.add_parser(ep.name, help=f"(from {ep.value.split(':')[0]}; see vpolicy {ep.name} --help)")
 
 
 if __name__ == "__main__":

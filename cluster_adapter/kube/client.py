@@ -1,0 +1,340 @@
+"""The one door to the Kubernetes API: a connection, JSON-level calls, and our own error hierarchy.
+
+Every call goes through the official `kubernetes` client's typed APIs with `_preload_content=False`
+and is decoded here as plain JSON. That avoids the 37.x model layer where it is wrong (a successful
+`pods/binding` raises a pydantic `ValidationError`; `CustomObjectsApi` maps only 201 on create) and
+costs nothing per watch event. Client exceptions never leave this module: `translate` turns each into
+an `APIError` subclass chained from the original, so callers decide on *kinds* of failure
+(conflict, not found, throttled, transient) without importing the client (cf. kopf's `errors.py`).
+
+What it does not do: retry (see `retrying`), cache, or decide anything. Writes pass one token
+bucket (`--kube-api-qps/--kube-api-burst`, as Volcano has), because the Python client has none.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import kubernetes.client
+import kubernetes.config
+import urllib3.exceptions
+from kubernetes.client.exceptions import ApiException
+
+from cluster_adapter.config import ClientSettings
+
+_T = TypeVar("_T")
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+
+
+# Errors -------------------------------------------------------------------------------------------
+class APIError(Exception):
+    """A failed API call. `status` is the HTTP code (None when no answer came back)."""
+
+    transient = False
+
+    def __init__(self, message: str, *, status: int | None = None, reason: str = "", verb: str = "",
+                 retry_after: float | None = None, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.verb = verb
+        self.retry_after = retry_after
+        self.details = details or {}
+
+    @property
+    def code_label(self) -> str:
+        return str(self.status) if self.status is not None else "none"
+
+
+class APIBadRequest(APIError):
+    """400/422: the request itself is wrong; retrying the same request cannot help."""
+
+
+class APIUnauthorized(APIError):
+    """401/403: credentials or RBAC."""
+
+
+class APINotFound(APIError):
+    """404: the object (or the resource type) is not there."""
+
+
+class APIConflict(APIError):
+    """409: stale resourceVersion, already exists, already bound, or a failed precondition."""
+
+
+class APIExpired(APIError):
+    """410: the resourceVersion is older than the server's history: list again."""
+
+
+class APITooManyRequests(APIError):
+    """429: throttled by the server, or an eviction a PodDisruptionBudget forbids now."""
+
+    transient = True
+
+
+class APIServerError(APIError):
+    """5xx: the server failed; the same request may succeed later."""
+
+    transient = True
+
+
+class APIUnavailable(APIError):
+    """No answer: connection refused or reset, timeout."""
+
+    transient = True
+
+
+_BY_STATUS: dict[int, type[APIError]] = {400: APIBadRequest, 401: APIUnauthorized, 403: APIUnauthorized,
+                                         404: APINotFound, 409: APIConflict, 410: APIExpired,
+                                         422: APIBadRequest, 429: APITooManyRequests}
+
+
+def translate(exc: BaseException, verb: str = "") -> APIError:
+    """Our error for a client, urllib3 or socket failure (the original is chained by the caller)."""
+    if isinstance(exc, APIError):
+        return exc
+    if isinstance(exc, ApiException):
+        status = int(exc.status) if exc.status else None
+        body: dict[str, Any] = {}
+        try:
+            body = json.loads(exc.body) if exc.body else {}
+        except (TypeError, ValueError):
+            body = {}
+        message = str(body.get("message") or exc.reason or "API error")
+        retry_after: float | None = None
+        headers = exc.headers or {}
+        raw = headers.get("Retry-After") if hasattr(headers, "get") else None
+        if raw:
+            try:
+                retry_after = float(raw)
+            except ValueError:
+                retry_after = None
+        cls = _BY_STATUS.get(status or 0) or (APIServerError if (status or 0) >= 500 else APIError)
+        return cls(f"{verb}: {status} {body.get('reason') or exc.reason}: {message}", status=status,
+                   reason=str(body.get("reason") or exc.reason or ""), verb=verb, retry_after=retry_after,
+                   details=body.get("details") if isinstance(body.get("details"), dict) else None)
+    if isinstance(exc, (urllib3.exceptions.HTTPError, OSError, TimeoutError)):
+        return APIUnavailable(f"{verb}: no answer from the API server: {exc}", verb=verb)
+    raise exc
+
+
+def call(verb: str, fn: Callable[[], _T]) -> _T:
+    """Run one client call; any client failure comes out as an APIError chained from it."""
+    try:
+        return fn()
+    except (ApiException, urllib3.exceptions.HTTPError, OSError, TimeoutError) as exc:
+        raise translate(exc, verb) from exc
+
+
+# Resources the scheduler reads -------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Resource:
+    name: str  # the informer's name: nodes, pods, ...
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    optional: bool = False  # a CRD that may not be installed: a 404 means "none", not a failure
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rsplit("/", 1)[0] if "/" in self.api_version else ""
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rsplit("/", 1)[-1]
+
+
+NODES = Resource("nodes", "v1", "Node", "nodes", False)
+PODS = Resource("pods", "v1", "Pod", "pods", True)
+NAMESPACES = Resource("namespaces", "v1", "Namespace", "namespaces", False)
+PRIORITY_CLASSES = Resource("priorityclasses", "scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False)
+QUEUES = Resource("queues", "scheduling.volcano.sh/v1beta1", "Queue", "queues", False)
+PODGROUPS = Resource("podgroups", "scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups", True)
+VCJOBS = Resource("jobs", "batch.volcano.sh/v1alpha1", "Job", "jobs", True, optional=True)
+SCHEDULER_RESOURCES = (NODES, PODS, NAMESPACES, PRIORITY_CLASSES, QUEUES, PODGROUPS, VCJOBS)
+
+
+# Rate limit -----------------------------------------------------------------------------------------
+class TokenBucket:
+    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self._qps, self._burst, self._clock = qps, burst, clock
+        self._tokens = float(burst)
+        self._last = clock()
+        self._lock = threading.Lock()
+
+    def take(self) -> None:
+        if self._qps <= 0:
+            return
+        while True:
+            with self._lock:
+                now = self._clock()
+                self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+                self._last = now
+                if self._tokens >= 1:
+                    self._tokens -= 1
+                    return
+                wait = (1 - self._tokens) / self._qps
+            time.sleep(wait)
+
+
+# The client ------------------------------------------------------------------------------------------
+def connect(kubeconfig: str | None, settings: ClientSettings) -> "KubeClient":
+    """A client from a kubeconfig file, or from the pod's service account when none is given."""
+    cfg = kubernetes.client.Configuration()
+    try:
+        if kubeconfig:
+            kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=cfg,
+                                               context=settings.context or None)
+        else:
+            kubernetes.config.load_incluster_config(client_configuration=cfg)
+    except (kubernetes.config.ConfigException, OSError, ValueError) as exc:
+        raise APIUnauthorized(f"cannot load the cluster configuration: {exc}") from exc
+    cfg.retries = 0  # we retry ourselves, with backoff and budgets
+    return KubeClient(kubernetes.client.ApiClient(cfg), settings)
+
+
+class KubeClient:
+    """JSON in, JSON out; one method per API call the scheduler makes."""
+
+    def __init__(self, api: kubernetes.client.ApiClient, settings: ClientSettings) -> None:
+        self.api = api
+        self.settings = settings
+        self.core = kubernetes.client.CoreV1Api(api)
+        self.custom = kubernetes.client.CustomObjectsApi(api)
+        self.scheduling = kubernetes.client.SchedulingV1Api(api)
+        self.coordination = kubernetes.client.CoordinationV1Api(api)
+        self._bucket = TokenBucket(settings.qps, settings.burst)
+
+    def close(self) -> None:
+        self.api.close()
+
+    # reads ----------------------------------------------------------------------------------------
+    def list(self, res: Resource) -> dict[str, Any]:
+        return _json(call(f"list {res.name}", lambda: self._lister(res)(
+            _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+
+    def watch(self, res: Resource, resource_version: str, timeout_s: int) -> Iterator[dict[str, Any]]:
+        """The events of one watch request, decoded; ends when the server ends the stream."""
+        response = call(f"watch {res.name}", lambda: self._lister(res)(
+            watch=True, resource_version=resource_version, allow_watch_bookmarks=True,
+            timeout_seconds=timeout_s, _preload_content=False,
+            _request_timeout=(self.settings.connect_timeout_s, timeout_s + 10)))
+        try:
+            for line in _lines(response, f"watch {res.name}"):
+                if line.strip():
+                    try:
+                        yield json.loads(line)
+                    except ValueError as exc:
+                        raise APIServerError(f"watch {res.name}: undecodable event: {line[:200]!r}") from exc
+        finally:
+            response.release_conn()
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
+        return _json(call("get pod", lambda: self.core.read_namespaced_pod(
+            name, namespace, _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+
+    def get_podgroup(self, namespace: str, name: str) -> dict[str, Any]:
+        return _json(call("get podgroup", lambda: self.custom.get_namespaced_custom_object(
+            "scheduling.volcano.sh", "v1beta1", namespace, "podgroups", name, _preload_content=False,
+            _request_timeout=self.settings.request_timeout_s)))
+
+    def get_queue(self, name: str) -> dict[str, Any]:
+        return _json(call("get queue", lambda: self.custom.get_cluster_custom_object(
+            "scheduling.volcano.sh", "v1beta1", "queues", name, _preload_content=False,
+            _request_timeout=self.settings.request_timeout_s)))
+
+    def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
+        return _json(call("get lease", lambda: self.coordination.read_namespaced_lease(
+            name, namespace, _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+
+    # writes ---------------------------------------------------------------------------------------
+    def bind(self, namespace: str, name: str, *, uid: str, node: str, annotations: dict[str, str]) -> None:
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid}
+        if annotations:
+            metadata["annotations"] = dict(annotations)
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": metadata,
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        _json(self._write("bind pod", lambda: self.core.create_namespaced_pod_binding(
+            name, namespace, body, _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+
+    def evict(self, namespace: str, name: str, *, uid: str) -> None:
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace},
+                "deleteOptions": {"preconditions": {"uid": uid}}}
+        _json(self._write("evict pod", lambda: self.core.create_namespaced_pod_eviction(
+            name, namespace, body, _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+
+    def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        return _json(self._write("patch pod status", lambda: self.core.patch_namespaced_pod_status(
+            name, namespace, patch, _content_type=STRATEGIC_PATCH, _preload_content=False,
+            _request_timeout=self.settings.request_timeout_s)))
+
+    def patch_podgroup(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """PodGroup has no status subresource: status goes through the main endpoint."""
+        return _json(self._write("patch podgroup", lambda: self.custom.patch_namespaced_custom_object(
+            "scheduling.volcano.sh", "v1beta1", namespace, "podgroups", name, patch, _content_type=MERGE_PATCH,
+            _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+
+    def patch_queue_status(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        return _json(self._write("patch queue status", lambda: self.custom.patch_cluster_custom_object_status(
+            "scheduling.volcano.sh", "v1beta1", "queues", name, patch, _content_type=MERGE_PATCH,
+            _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+
+    def create_event(self, namespace: str, event: dict[str, Any]) -> None:
+        _json(self._write("create event", lambda: self.core.create_namespaced_event(
+            namespace, event, _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+
+    def create_lease(self, namespace: str, lease: dict[str, Any]) -> dict[str, Any]:
+        return _json(self._write("create lease", lambda: self.coordination.create_namespaced_lease(
+            namespace, lease, _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+
+    def replace_lease(self, namespace: str, name: str, lease: dict[str, Any]) -> dict[str, Any]:
+        return _json(self._write("replace lease", lambda: self.coordination.replace_namespaced_lease(
+            name, namespace, lease, _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+
+    # helpers --------------------------------------------------------------------------------------
+    def _write(self, verb: str, fn: Callable[[], _T]) -> _T:
+        self._bucket.take()
+        return call(verb, fn)
+
+    def _lister(self, res: Resource) -> Callable[..., Any]:
+        if res.group in ("scheduling.volcano.sh", "batch.volcano.sh"):
+            def custom(**kwargs: Any) -> Any:
+                return self.custom.list_cluster_custom_object(res.group, res.version, res.plural, **kwargs)
+            return custom
+        listers: dict[str, Callable[..., Any]] = {
+            "nodes": self.core.list_node, "pods": self.core.list_pod_for_all_namespaces,
+            "namespaces": self.core.list_namespace, "priorityclasses": self.scheduling.list_priority_class}
+        return listers[res.name]
+
+
+def _json(response: Any) -> dict[str, Any]:
+    """Read a `_preload_content=False` answer whole, give its connection back, decode it."""
+    try:
+        data = response.data if hasattr(response, "data") else response
+    finally:
+        if hasattr(response, "release_conn"):
+            response.release_conn()
+    if not data:
+        return {}
+    decoded = json.loads(data)
+    return decoded if isinstance(decoded, dict) else {}
+
+
+def _lines(response: Any, verb: str) -> Iterator[str]:
+    buffer = bytearray()
+    try:
+        for chunk in response.stream(amt=None, decode_content=False):
+            buffer.extend(chunk if isinstance(chunk, (bytes, bytearray)) else str(chunk).encode())
+            while (cut := buffer.find(b"\n")) != -1:
+                yield buffer[:cut].decode("utf-8", errors="replace")
+                del buffer[:cut + 1]
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise APIUnavailable(f"{verb}: the stream broke: {exc}", verb=verb) from exc
+    if buffer.strip():
+        yield buffer.decode("utf-8", errors="replace")

@@ -1,0 +1,71 @@
+"""Write what a session concluded onto the objects: PodGroup status, Queue status, nominated nodes.
+
+- **PodGroup**: the CRD has no status subresource, so the whole `status` goes through the main
+  endpoint as a merge patch carrying the resourceVersion it was computed from (the list of
+  conditions is replaced whole, as merge patches replace lists). A 409 means the object moved on:
+  read it again, recompute from the fresh copy, try again. 404: the PodGroup is not in the API
+  (derived from a vcjob the controller has not processed): nothing to write.
+- **Queue**: `status` subresource, merge patch of only the fields that changed (allocated as
+  quantities, the podgroup counters, state).
+- **nominatedNodeName** of pipelined pods: strategic merge patch of the pod's status.
+
+Nothing is written when nothing changed, so a quiet cluster sees no writes. Each write returns the
+server's new object, which the caller may feed back into its cache.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cluster_adapter.config import ApplySettings
+from cluster_adapter.kube import retry
+from cluster_adapter.kube.client import APIConflict, APIError, APINotFound, KubeClient
+
+StatusFor = Callable[[dict[str, Any]], dict[str, Any] | None]  # current object -> status to write, None = no change
+
+
+class StatusWriter:
+    def __init__(self, client: KubeClient, settings: ApplySettings, *, gate: retry.Gate = retry.always,
+                 on_error: Callable[[APIError], None] = lambda _: None) -> None:
+        self.client, self.settings, self.gate, self.on_error = client, settings, gate, on_error
+
+    def podgroup(self, current: dict[str, Any], status_for: StatusFor) -> dict[str, Any] | None:
+        """Write `status_for(current)`; on conflict re-read and recompute. Returns the new object, if written."""
+        meta = current.get("metadata") or {}
+        ns, name = meta.get("namespace", ""), meta.get("name", "")
+        obj = current
+        for _ in range(max(1, self.settings.attempts)):
+            status = status_for(obj)
+            if status is None:
+                return None
+            patch = {"metadata": {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion")},
+                     "status": status}
+            try:
+                return retry.attempt(lambda: self.client.patch_podgroup(ns, name, patch), settings=self.settings,
+                                     gate=self.gate, on_error=self.on_error)
+            except APINotFound:
+                return None
+            except APIConflict:
+                try:
+                    obj = retry.attempt(lambda: self.client.get_podgroup(ns, name), settings=self.settings,
+                                        gate=self.gate, on_error=self.on_error)
+                except APINotFound:
+                    return None
+        raise APIConflict(f"podgroup {ns}/{name}: status kept conflicting", status=409)
+
+    def queue(self, name: str, changes: dict[str, Any]) -> dict[str, Any] | None:
+        if not changes:
+            return None
+        try:
+            return retry.attempt(lambda: self.client.patch_queue_status(name, {"status": changes}),
+                                 settings=self.settings, gate=self.gate, on_error=self.on_error)
+        except APINotFound:
+            return None  # root/default exist only in the snapshot until Volcano's controllers create them
+
+    def nominate(self, namespace: str, name: str, node: str) -> dict[str, Any] | None:
+        try:
+            return retry.attempt(
+                lambda: self.client.patch_pod_status(namespace, name, {"status": {"nominatedNodeName": node}}),
+                settings=self.settings, gate=self.gate, on_error=self.on_error)
+        except APINotFound:
+            return None

@@ -1,0 +1,385 @@
+"""The live loop: snapshot -> `vpolicy.run_session` -> apply the decisions, once per period.
+
+A session runs over the informer cache's snapshot (the same snapshot `vpolicy dry-run` builds from a
+dump) with the compiled policy; its decisions are applied in Volcano's order: evictions, binds (in
+parallel), nominated nodes of pipelined pods, PodGroup and Queue status, then Events.
+
+Guarantees (DESIGN §8):
+- **never applied twice**: binds and evictions carry the pod uid as a precondition, a bind that
+  conflicts is judged from the server's pod (bound to our node = done), and applied binds and
+  evictions are *assumed* in the cache until the watch confirms them, so the next session does not
+  decide them again;
+- **never lost silently**: a decision that cannot be applied leaves the object as it was (the pod
+  pending, the victim running) — the next session decides again from fresh state — and is reported
+  as an Event on the pod, a log line and a metric;
+- **only the leader writes**: with `--leader-elect` every write first asks the elector; losing the
+  lease stops the remaining writes of the session at once and ends the loop (exit code 3);
+- pods are bound only if their `schedulerName` is this scheduler's; derived pods and PodGroups (a
+  vcjob not processed by the job controller yet) exist only in the snapshot and are skipped.
+
+This module decides nothing about placement (the engine does) and makes no API call itself (the
+`kube` package does); it owns ordering, bookkeeping, metrics, and the period.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import vpolicy
+from cluster_adapter import convert
+from cluster_adapter.cache import ObjectCache
+from cluster_adapter.config import SchedulerSettings
+from cluster_adapter.kube import retry
+from cluster_adapter.kube.binder import Binder, BindResult
+from cluster_adapter.kube.client import SCHEDULER_RESOURCES, APIError, KubeClient
+from cluster_adapter.kube.events import EventRecorder
+from cluster_adapter.kube.evictor import Evictor
+from cluster_adapter.kube.informers import Informer
+from cluster_adapter.kube.leader import LeaderElector
+from cluster_adapter.kube.status import StatusWriter
+from cluster_adapter.metrics import Metrics
+from vpolicy.model import decisions as model_decisions
+from vpolicy.model.snapshot import ClusterSnapshot
+
+log = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_LOST_LEASE = 0, 1, 3
+
+
+@dataclass(slots=True)
+class SessionReport:
+    """What one session decided and what of it reached the API."""
+
+    bound: list[str] = field(default_factory=list)
+    bind_failed: dict[str, str] = field(default_factory=dict)
+    evicted: list[str] = field(default_factory=list)
+    evict_failed: dict[str, str] = field(default_factory=dict)
+    nominated: list[str] = field(default_factory=list)
+    podgroups_written: list[str] = field(default_factory=list)
+    queues_written: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # key -> why no write was attempted
+    not_applied: list[str] = field(default_factory=list)  # cut short by losing the lease
+    events: int = 0
+    session_ms: float = 0.0
+    apply_ms: float = 0.0
+    document: dict[str, Any] = field(default_factory=dict)
+
+
+class PolicySource:
+    """The compiled policy from `--policy`/`--conf`, compiled again when the file changes.
+
+    A change that does not compile keeps the previous policy (and logs why): a typo in a ConfigMap
+    must not stop a running scheduler. The first load raises `PolicyError`.
+    """
+
+    def __init__(self, *, policy: str | None, conf: str | None) -> None:
+        self.policy, self.conf = policy, conf
+        self._path = policy or conf
+        self._mtime: float | None = None
+        self._compiled: Any = None
+
+    def get(self) -> Any:
+        mtime = self._stat()
+        if self._compiled is None or mtime != self._mtime:
+            try:
+                compiled = vpolicy.resolve_policy(None, policy=self.policy, conf=self.conf)
+            except vpolicy.PolicyError as exc:
+                if self._compiled is None:
+                    raise
+                log.error("policy %s changed but does not load; keeping the previous one: %s", self._path,
+                          "; ".join(d.one_line() for d in exc.diagnostics))
+                self._mtime = mtime
+                return self._compiled
+            if self._compiled is not None:
+                log.info("policy %s reloaded", self._path)
+            self._compiled, self._mtime = compiled, mtime
+        return self._compiled
+
+    def _stat(self) -> float | None:
+        if not self._path:
+            return None
+        try:
+            return os.stat(self._path).st_mtime
+        except OSError:
+            return self._mtime
+
+
+class Scheduler:
+    def __init__(self, client: KubeClient, settings: SchedulerSettings, *, metrics: Metrics | None = None,
+                 stop: threading.Event | None = None, wall: Callable[[], float] = time.time) -> None:
+        self.client, self.settings = client, settings
+        self.metrics = metrics or Metrics()
+        self.stop = stop or threading.Event()
+        self.wall = wall
+        self.cache = ObjectCache()
+        self.policy = PolicySource(policy=settings.policy, conf=settings.conf)
+        self.lost_lease = threading.Event()
+        self.elector: LeaderElector | None = None
+        if settings.leader.enabled:
+            self.elector = LeaderElector(client, settings.leader, on_lost=self._on_lost,
+                                         on_error=self.metrics.api_error)
+        gate = self.elector.is_leader if self.elector else retry.always
+        on_error = self.metrics.api_error
+        self.binder = Binder(client, settings.apply, gate=gate, on_error=on_error)
+        self.evictor = Evictor(client, settings.apply, gate=gate, on_error=on_error)
+        self.status = StatusWriter(client, settings.apply, gate=gate, on_error=on_error)
+        self.events = EventRecorder(client, settings.apply, clock=time.monotonic, gate=gate, on_error=on_error)
+        self.informers: list[Informer] = []
+        self.instance = self.elector.identity if self.elector else f"{os.uname().nodename}_{uuid.uuid4().hex[:8]}"
+        self.sessions = 0
+
+    # lifecycle --------------------------------------------------------------------------------------
+    def start_informers(self) -> None:
+        for resource in SCHEDULER_RESOURCES:
+            self.informers.append(Informer(self.client, resource, self.cache, self.settings.informers,
+                                           stop=self.stop, on_error=self.metrics.api_error).start())
+
+    def wait_synced(self, timeout_s: float | None = None) -> bool:
+        deadline = time.monotonic() + (timeout_s if timeout_s is not None else self.settings.informers.sync_timeout_s)
+        for informer in self.informers:
+            if not informer.synced.wait(max(0.0, deadline - time.monotonic())):
+                log.error("informer %s did not list within the sync timeout", informer.resource.name)
+                return False
+        return True
+
+    def run(self) -> int:
+        """Schedule until stopped (SIGTERM) or, with leader election, until the lease is lost."""
+        self.policy.get()  # a bad policy fails before anything starts
+        self.start_informers()
+        if not self.wait_synced():
+            return EXIT_BAD_INPUT
+        if self.elector is not None:
+            if not self.elector.acquire(self.stop):
+                return EXIT_OK
+            self.elector.start_renewing(self.stop)
+        self.metrics.leader.set(1)
+        try:
+            while not self.stop.is_set():
+                started = time.monotonic()
+                self.run_once()
+                if self.settings.once or self.lost_lease.is_set():
+                    break
+                self.stop.wait(max(0.0, self.settings.period_s - (time.monotonic() - started)))
+        finally:
+            self.metrics.leader.set(0)
+            if self.elector is not None and not self.lost_lease.is_set():
+                self.elector.release()
+            self.stop.set()
+        return EXIT_LOST_LEASE if self.lost_lease.is_set() else EXIT_OK
+
+    def _on_lost(self) -> None:
+        self.lost_lease.set()
+        self.metrics.leader.set(0)
+
+    # one session ------------------------------------------------------------------------------------
+    def run_once(self) -> SessionReport:
+        report = SessionReport()
+        try:
+            snapshot = self.cache.snapshot()
+            for warning in snapshot.warnings:
+                log.debug("snapshot: %s", warning)
+            result = vpolicy.run_session(snapshot, self.policy.get(), now=self.wall())
+        except Exception:  # noqa: BLE001  # reason: one failed session must not end the scheduler
+            log.exception("session failed")
+            self.metrics.sessions.labels(result="error").inc()
+            return report
+        decided = result.decisions
+        report.document = decided.to_document()
+        report.session_ms = float(decided.stats.get("session_ms", 0.0) or 0.0)
+        self.metrics.observe_stats(decided.stats)
+        self._record_pending(snapshot, decided)
+        started = time.monotonic()
+        try:
+            self.apply(decided, report)
+            self.metrics.sessions.labels(result="ok").inc()
+        except retry.NotLeader:
+            log.warning("lost the lease while applying; %d decisions left to the next leader",
+                        len(report.not_applied))
+            self.metrics.sessions.labels(result="lost-lease").inc()
+        report.apply_ms = (time.monotonic() - started) * 1000
+        self.metrics.apply_seconds.observe(report.apply_ms / 1000)
+        self.sessions += 1
+        log.info("session %d: %d bound, %d evicted, %d bind failures, %d pending, %.0f ms + %.0f ms apply",
+                 self.sessions, len(report.bound), len(report.evicted), len(report.bind_failed),
+                 len(decided.unschedulable), report.session_ms, report.apply_ms)
+        return report
+
+    def apply(self, decided: model_decisions.Decisions, report: SessionReport) -> None:
+        session_id = uuid.uuid4().hex
+        now = self.wall()
+        pending_work = [e.pod for e in decided.evictions] + list(decided.binds)
+        report.not_applied = list(pending_work)
+        self._evict(decided, report, now)
+        self._bind(decided, report, now)
+        report.not_applied = []
+        for key, node in sorted(decided.pipelined.items()):
+            pod = self._pod(key)
+            if pod is None or (pod.get("status") or {}).get("nominatedNodeName") == node:
+                continue
+            written = self.status.nominate(*convert.split_key(key), node)
+            if written is not None:
+                self.cache.apply_newer("pods", written)
+                report.nominated.append(key)
+                self.metrics.status_writes.labels(kind="pod").inc()
+        for key, status in sorted(decided.podgroups.items()):
+            self._write_podgroup(key, status, report, now, session_id)
+        for name, entry in sorted(decided.queues.items()):
+            current = self.cache.get("queues", "", name)
+            if current is None:
+                continue
+            changes = convert.changed_fields(convert.queue_status(entry), current.get("status") or {})
+            written = self.status.queue(name, changes)
+            if written is not None:
+                self.cache.apply_newer("queues", written)
+                report.queues_written.append(name)
+                self.metrics.status_writes.labels(kind="queue").inc()
+        self._unschedulable_events(decided, report, now)
+
+    # the parts of apply -----------------------------------------------------------------------------
+    def _evict(self, decided: model_decisions.Decisions, report: SessionReport, now: float) -> None:
+        for eviction in decided.evictions:
+            pod = self._pod(eviction.pod)
+            if pod is None:
+                report.skipped[eviction.pod] = "victim no longer in the cache"
+                report.not_applied.remove(eviction.pod)
+                continue
+            outcome = self.evictor.evict(pod)
+            report.not_applied.remove(eviction.pod)
+            uid = pod["metadata"].get("uid", "")
+            ns, name = convert.split_key(eviction.pod)
+            if outcome.ok:
+                report.evicted.append(eviction.pod)
+                self.cache.assume_evicted(ns, name, uid=uid)
+                self.metrics.pods_evicted.labels(action=eviction.action).inc()
+                self._event(ns, name, uid, "Evict", f"Pod is evicted by {eviction.action} for podgroup "
+                                                    f"{eviction.for_job} ({eviction.rule})", "Warning", now, report)
+            else:
+                report.evict_failed[eviction.pod] = outcome.reason
+                self.metrics.evict_failures.labels(reason="pdb" if outcome.blocked else "error").inc()
+                self._event(ns, name, uid, "FailedEvict", outcome.reason, "Warning", now, report)
+
+    def _bind(self, decided: model_decisions.Decisions, report: SessionReport, now: float) -> None:
+        work: list[tuple[str, str, dict[str, Any]]] = []
+        for key, node in sorted(decided.binds.items()):
+            pod = self._pod(key)
+            why = self._why_not_bind(pod)
+            if why:
+                report.skipped[key] = why
+                report.not_applied.remove(key)
+                if pod is not None:
+                    self.metrics.bind_failures.labels(reason="skipped").inc()
+                continue
+            assert pod is not None
+            work.append((key, node, pod))
+        if not work:
+            return
+        workers = max(1, min(self.settings.apply.bind_workers, len(work)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind") as pool:
+            results = list(pool.map(lambda w: self._bind_one(w[2], w[1], decided.annotations.get(w[0])), work))
+        lost = False
+        for (key, node, pod), result in zip(work, results):
+            if result is None:  # the gate closed before this bind
+                lost = True
+                continue
+            report.not_applied.remove(key)
+            ns, name = convert.split_key(key)
+            uid = pod["metadata"].get("uid", "")
+            if result.ok:
+                report.bound.append(key)
+                self.cache.assume_bound(ns, name, uid=uid, node=node)
+                self.metrics.pods_bound.inc()
+                self._event(ns, name, uid, "Scheduled", f"Successfully assigned {key} to {node}", "Normal", now,
+                            report)
+            else:
+                report.bind_failed[key] = result.reason
+                self.metrics.bind_failures.labels(reason="retry" if result.retry_next_session else "final").inc()
+                self._event(ns, name, uid, "FailedScheduling", result.reason, "Warning", now, report)
+        if lost:
+            raise retry.NotLeader("lost the lease during binding")
+
+    def _bind_one(self, pod: dict[str, Any], node: str, annotations: dict[str, str] | None) -> BindResult | None:
+        try:
+            return self.binder.bind(pod, node, annotations)
+        except retry.NotLeader:
+            return None
+
+    def _why_not_bind(self, pod: dict[str, Any] | None) -> str:
+        if pod is None:
+            return "not in the API (a pod derived from a vcjob the job controller has not created yet)"
+        spec = pod.get("spec") or {}
+        if (spec.get("schedulerName") or "default-scheduler") != self.settings.scheduler_name:
+            return f"schedulerName is {spec.get('schedulerName')!r}, not {self.settings.scheduler_name!r}"
+        if spec.get("nodeName"):
+            return f"already bound to {spec['nodeName']}"
+        return ""
+
+    def _write_podgroup(self, key: str, status: model_decisions.PodGroupStatus, report: SessionReport, now: float,
+                        session_id: str) -> None:
+        ns, name = convert.split_key(key)
+        current = self.cache.get("podgroups", ns, name)
+        if current is None:
+            return
+
+        def status_for(obj: dict[str, Any]) -> dict[str, Any] | None:
+            held = obj.get("status") or {}
+            desired = convert.podgroup_status(status, held, now=now, session_id=session_id)
+            return desired if convert.status_changed(desired, held) else None
+
+        try:
+            written = self.status.podgroup(current, status_for)
+        except retry.NotLeader:
+            raise
+        except APIError as exc:
+            log.warning("podgroup %s: status not written: %s", key, exc)
+            return
+        if written is not None:
+            self.cache.apply_newer("podgroups", written)
+            report.podgroups_written.append(key)
+            self.metrics.status_writes.labels(kind="podgroup").inc()
+
+    def _unschedulable_events(self, decided: model_decisions.Decisions, report: SessionReport, now: float) -> None:
+        jobs: list[tuple[str, str, str, str]] = []
+        for key, reasons in sorted(decided.unschedulable.items()):
+            pod = self._pod(key)
+            if pod is None or (pod.get("spec") or {}).get("schedulerName") != self.settings.scheduler_name:
+                continue
+            ns, name = convert.split_key(key)
+            jobs.append((ns, name, pod["metadata"].get("uid", ""), "; ".join(reasons) or "not scheduled"))
+        if not jobs:
+            return
+        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="events") as pool:
+            written = list(pool.map(lambda j: self._event(j[0], j[1], j[2], "FailedScheduling", j[3], "Warning",
+                                                          now, None), jobs))
+        report.events += sum(written)
+
+    def _event(self, ns: str, name: str, uid: str, reason: str, message: str, event_type: str, now: float,
+               report: SessionReport | None) -> bool:
+        event = convert.pod_event(namespace=ns, pod=name, uid=uid, reason=reason, message=message,
+                                  event_type=event_type, now=now, instance=self.instance)
+        try:
+            written = self.events.record(uid or f"{ns}/{name}", event)
+        except retry.NotLeader:
+            return False
+        if written:
+            self.metrics.events.labels(reason=reason).inc()
+            if report is not None:
+                report.events += 1
+        return written
+
+    def _pod(self, key: str) -> dict[str, Any] | None:
+        ns, name = convert.split_key(key)
+        return self.cache.get("pods", ns, name)
+
+    def _record_pending(self, snapshot: ClusterSnapshot, decided: model_decisions.Decisions) -> None:
+        queue_of = {g.key: g.queue for g in snapshot.podgroups}
+        group_of = {p.key: f"{p.namespace}/{p.group}" for p in snapshot.pods if p.group}
+        counts = Counter(queue_of.get(group_of.get(key, ""), "") or "none" for key in decided.unschedulable)
+        self.metrics.set_pending(dict(counts))

@@ -1,0 +1,95 @@
+"""Fixtures for the adapter tests: a fresh ClusterEmulator on 127.0.0.1 per test, and clients for it."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kubernetes.client
+import pytest
+from ruamel.yaml import YAML
+
+from cluster_adapter.config import ApplySettings, ClientSettings, InformerSettings
+from cluster_adapter.kube.client import KubeClient
+from tests.adapter.kubeemu import EmulatorThread
+from tests.adapter.kubeemu.server import write_kubeconfig
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "cluster.yaml"
+FAST_APPLY = ApplySettings(attempts=3, backoff_initial_s=0.01, backoff_max_s=0.05)
+FAST_INFORMERS = InformerSettings(watch_timeout_s=30, backoff_initial_s=0.05, backoff_max_s=0.2, sync_timeout_s=10)
+
+
+@pytest.fixture
+def emu() -> Iterator[EmulatorThread]:
+    server = EmulatorThread(bookmark_interval=0.2).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def client(emu: EmulatorThread) -> Iterator[KubeClient]:
+    kube = KubeClient(official_api(emu), ClientSettings(request_timeout_s=5, connect_timeout_s=2))
+    yield kube
+    kube.close()
+
+
+@pytest.fixture
+def kubeconfig(emu: EmulatorThread, tmp_path: Path) -> Path:
+    return write_kubeconfig(emu.url, tmp_path / "kubeconfig")
+
+
+def official_api(emu: EmulatorThread) -> kubernetes.client.ApiClient:
+    cfg = kubernetes.client.Configuration()
+    cfg.host = emu.url
+    cfg.retries = 0
+    return kubernetes.client.ApiClient(cfg)
+
+
+def read_objects(path: Path) -> list[dict[str, Any]]:
+    """The objects of a YAML dump as the API would hold them (timestamps as RFC 3339 strings)."""
+    yaml = YAML(typ="safe", pure=True)
+    with path.open(encoding="utf-8") as handle:
+        docs = [d for d in yaml.load_all(handle) if d]
+    items = [i for d in docs for i in (d.get("items", []) if d.get("kind") == "List" else [d])]
+    encoded = json.dumps(items, default=lambda o: o.isoformat().replace("+00:00", "Z"))
+    return list(json.loads(encoded))
+
+
+def load(emu: EmulatorThread, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return emu.call(lambda e: [e.put_object(o) for o in objects])
+
+
+def node(name: str, *, cpu: str = "8", memory: str = "32Gi", pods: str = "110", **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods},
+                       "capacity": {"cpu": cpu, "memory": memory, "pods": pods},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def podgroup(name: str, *, ns: str = "default", min_member: int = 1, queue: str = "default",
+             phase: str = "Inqueue") -> dict[str, Any]:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"minMember": min_member, "queue": queue}, "status": {"phase": phase}}
+
+
+def pod(name: str, *, ns: str = "default", group: str = "", cpu: str = "1", node_name: str = "",
+        phase: str = "Pending", scheduler: str = "volcano", labels: dict[str, str] | None = None,
+        priority: int | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": ns, "labels": labels or {}}
+    if group:
+        meta["annotations"] = {"scheduling.k8s.io/group-name": group}
+    spec: dict[str, Any] = {"schedulerName": scheduler, "containers": [
+        {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    if priority is not None:
+        spec["priority"] = priority
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+
+
+def queue(name: str, *, weight: int = 1, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+            "spec": {"weight": weight, **spec}, "status": {"state": "Open"}}
