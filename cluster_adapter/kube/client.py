@@ -1,9 +1,10 @@
 """The one door to the Kubernetes API: a connection, JSON-level calls, and our own error hierarchy.
 
-Every call goes through the official `kubernetes` client's typed APIs with `_preload_content=False`
-and is decoded here as plain JSON. That avoids the 37.x model layer where it is wrong (a successful
-`pods/binding` raises a pydantic `ValidationError`; `CustomObjectsApi` maps only 201 on create) and
-costs nothing per watch event. Client exceptions never leave this module: `translate` turns each into
+Every call goes through the official `kubernetes` client's `ApiClient` (kubeconfig or in-cluster
+configuration, bearer tokens and their refresh, TLS, urllib3) by URL path, and answers are decoded
+here as plain JSON. That avoids the 37.x model layer where it is wrong (a successful `pods/binding`
+raises a pydantic `ValidationError` unless `_preload_content=False`; `CustomObjectsApi` maps only 201
+on create), costs nothing per watch event, and saves seconds of start-up. Client exceptions never leave this module: `translate` turns each into
 an `APIError` subclass chained from the original, so callers decide on *kinds* of failure
 (conflict, not found, throttled, transient) without importing the client (cf. kopf's `errors.py`).
 
@@ -18,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import kubernetes.client
 import kubernetes.config
@@ -149,6 +151,19 @@ class Resource:
     def version(self) -> str:
         return self.api_version.rsplit("/", 1)[-1]
 
+    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
+        """The URL path of the collection (all namespaces when `namespace` is None) or of one object."""
+        base = f"/apis/{self.api_version}" if self.group else f"/api/{self.version}"
+        parts = [base]
+        if self.namespaced and namespace:
+            parts.append(f"namespaces/{quote(namespace, safe='')}")
+        parts.append(self.plural)
+        if name:
+            parts.append(quote(name, safe=""))
+        if subresource:
+            parts.append(subresource)
+        return "/".join(parts)
+
 
 NODES = Resource("nodes", "v1", "Node", "nodes", False)
 PODS = Resource("pods", "v1", "Pod", "pods", True)
@@ -158,6 +173,8 @@ QUEUES = Resource("queues", "scheduling.volcano.sh/v1beta1", "Queue", "queues", 
 PODGROUPS = Resource("podgroups", "scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups", True)
 VCJOBS = Resource("jobs", "batch.volcano.sh/v1alpha1", "Job", "jobs", True, optional=True)
 SCHEDULER_RESOURCES = (NODES, PODS, NAMESPACES, PRIORITY_CLASSES, QUEUES, PODGROUPS, VCJOBS)
+EVENTS = Resource("events", "v1", "Event", "events", True)
+LEASES = Resource("leases", "coordination.k8s.io/v1", "Lease", "leases", True)
 
 
 # Rate limit -----------------------------------------------------------------------------------------
@@ -200,15 +217,16 @@ def connect(kubeconfig: str | None, settings: ClientSettings) -> "KubeClient":
 
 
 class KubeClient:
-    """JSON in, JSON out; one method per API call the scheduler makes."""
+    """JSON in, JSON out; one method per API call the scheduler makes.
+
+    Calls go through the official client's `ApiClient` (configuration, authentication, TLS, the REST
+    layer) by path, not through the generated `CoreV1Api`/`CustomObjectsApi` classes: importing those
+    costs seconds of pydantic set-up per process start, and their models are not used anyway.
+    """
 
     def __init__(self, api: kubernetes.client.ApiClient, settings: ClientSettings) -> None:
         self.api = api
         self.settings = settings
-        self.core = kubernetes.client.CoreV1Api(api)
-        self.custom = kubernetes.client.CustomObjectsApi(api)
-        self.scheduling = kubernetes.client.SchedulingV1Api(api)
-        self.coordination = kubernetes.client.CoordinationV1Api(api)
         self._bucket = TokenBucket(settings.qps, settings.burst)
 
     def close(self) -> None:
@@ -216,42 +234,36 @@ class KubeClient:
 
     # reads ----------------------------------------------------------------------------------------
     def list(self, res: Resource) -> dict[str, Any]:
-        return _json(call(f"list {res.name}", lambda: self._lister(res)(
-            _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+        return self._json("GET", res.path(), verb=f"list {res.name}")
 
     def watch(self, res: Resource, resource_version: str, timeout_s: int) -> Iterator[dict[str, Any]]:
         """The events of one watch request, decoded; ends when the server ends the stream."""
-        response = call(f"watch {res.name}", lambda: self._lister(res)(
-            watch=True, resource_version=resource_version, allow_watch_bookmarks=True,
-            timeout_seconds=timeout_s, _preload_content=False,
-            _request_timeout=(self.settings.connect_timeout_s, timeout_s + 10)))
+        verb = f"watch {res.name}"
+        query = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
+                 "timeoutSeconds": str(timeout_s)}
+        response = self._send("GET", res.path(), verb=verb, query=query,
+                              timeout=(self.settings.connect_timeout_s, timeout_s + 10))
         try:
-            for line in _lines(response, f"watch {res.name}"):
+            for line in _lines(response, verb):
                 if line.strip():
                     try:
                         yield json.loads(line)
                     except ValueError as exc:
-                        raise APIServerError(f"watch {res.name}: undecodable event: {line[:200]!r}") from exc
+                        raise APIServerError(f"{verb}: undecodable event: {line[:200]!r}") from exc
         finally:
             response.release_conn()
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
-        return _json(call("get pod", lambda: self.core.read_namespaced_pod(
-            name, namespace, _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+        return self._json("GET", PODS.path(namespace, name), verb="get pod")
 
     def get_podgroup(self, namespace: str, name: str) -> dict[str, Any]:
-        return _json(call("get podgroup", lambda: self.custom.get_namespaced_custom_object(
-            "scheduling.volcano.sh", "v1beta1", namespace, "podgroups", name, _preload_content=False,
-            _request_timeout=self.settings.request_timeout_s)))
+        return self._json("GET", PODGROUPS.path(namespace, name), verb="get podgroup")
 
     def get_queue(self, name: str) -> dict[str, Any]:
-        return _json(call("get queue", lambda: self.custom.get_cluster_custom_object(
-            "scheduling.volcano.sh", "v1beta1", "queues", name, _preload_content=False,
-            _request_timeout=self.settings.request_timeout_s)))
+        return self._json("GET", QUEUES.path(name=name), verb="get queue")
 
     def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
-        return _json(call("get lease", lambda: self.coordination.read_namespaced_lease(
-            name, namespace, _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+        return self._json("GET", LEASES.path(namespace, name), verb="get lease")
 
     # writes ---------------------------------------------------------------------------------------
     def bind(self, namespace: str, name: str, *, uid: str, node: str, annotations: dict[str, str]) -> None:
@@ -260,57 +272,68 @@ class KubeClient:
             metadata["annotations"] = dict(annotations)
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": metadata,
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-        _json(self._write("bind pod", lambda: self.core.create_namespaced_pod_binding(
-            name, namespace, body, _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+        self._write("POST", PODS.path(namespace, name, "binding"), body, verb="bind pod")
 
     def evict(self, namespace: str, name: str, *, uid: str) -> None:
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace},
                 "deleteOptions": {"preconditions": {"uid": uid}}}
-        _json(self._write("evict pod", lambda: self.core.create_namespaced_pod_eviction(
-            name, namespace, body, _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+        self._write("POST", PODS.path(namespace, name, "eviction"), body, verb="evict pod")
 
     def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
-        return _json(self._write("patch pod status", lambda: self.core.patch_namespaced_pod_status(
-            name, namespace, patch, _content_type=STRATEGIC_PATCH, _preload_content=False,
-            _request_timeout=self.settings.request_timeout_s)))
+        return self._write("PATCH", PODS.path(namespace, name, "status"), patch, verb="patch pod status",
+                           content_type=STRATEGIC_PATCH)
 
     def patch_podgroup(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         """PodGroup has no status subresource: status goes through the main endpoint."""
-        return _json(self._write("patch podgroup", lambda: self.custom.patch_namespaced_custom_object(
-            "scheduling.volcano.sh", "v1beta1", namespace, "podgroups", name, patch, _content_type=MERGE_PATCH,
-            _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+        return self._write("PATCH", PODGROUPS.path(namespace, name), patch, verb="patch podgroup",
+                           content_type=MERGE_PATCH)
 
     def patch_queue_status(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
-        return _json(self._write("patch queue status", lambda: self.custom.patch_cluster_custom_object_status(
-            "scheduling.volcano.sh", "v1beta1", "queues", name, patch, _content_type=MERGE_PATCH,
-            _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+        return self._write("PATCH", QUEUES.path(name=name, subresource="status"), patch,
+                           verb="patch queue status", content_type=MERGE_PATCH)
 
     def create_event(self, namespace: str, event: dict[str, Any]) -> None:
-        _json(self._write("create event", lambda: self.core.create_namespaced_event(
-            namespace, event, _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+        self._write("POST", EVENTS.path(namespace), event, verb="create event")
 
     def create_lease(self, namespace: str, lease: dict[str, Any]) -> dict[str, Any]:
-        return _json(self._write("create lease", lambda: self.coordination.create_namespaced_lease(
-            namespace, lease, _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+        return self._write("POST", LEASES.path(namespace), lease, verb="create lease")
 
     def replace_lease(self, namespace: str, name: str, lease: dict[str, Any]) -> dict[str, Any]:
-        return _json(self._write("replace lease", lambda: self.coordination.replace_namespaced_lease(
-            name, namespace, lease, _preload_content=False, _request_timeout=self.settings.request_timeout_s)))
+        return self._write("PUT", LEASES.path(namespace, name), lease, verb="replace lease")
 
     # helpers --------------------------------------------------------------------------------------
-    def _write(self, verb: str, fn: Callable[[], _T]) -> _T:
+    def _write(self, method: str, path: str, body: Any, *, verb: str,
+               content_type: str = "application/json") -> dict[str, Any]:
         self._bucket.take()
-        return call(verb, fn)
+        return self._json(method, path, verb=verb, body=body, content_type=content_type)
 
-    def _lister(self, res: Resource) -> Callable[..., Any]:
-        if res.group in ("scheduling.volcano.sh", "batch.volcano.sh"):
-            def custom(**kwargs: Any) -> Any:
-                return self.custom.list_cluster_custom_object(res.group, res.version, res.plural, **kwargs)
-            return custom
-        listers: dict[str, Callable[..., Any]] = {
-            "nodes": self.core.list_node, "pods": self.core.list_pod_for_all_namespaces,
-            "namespaces": self.core.list_namespace, "priorityclasses": self.scheduling.list_priority_class}
-        return listers[res.name]
+    def _json(self, method: str, path: str, *, verb: str, body: Any = None,
+              content_type: str = "application/json") -> dict[str, Any]:
+        response = self._send(method, path, verb=verb, body=body, content_type=content_type,
+                              timeout=self.settings.request_timeout_s)
+        return _json(response)
+
+    def _send(self, method: str, path: str, *, verb: str, query: dict[str, str] | None = None, body: Any = None,
+              content_type: str = "application/json", timeout: Any = None) -> Any:
+        """One request; the raw urllib3 response of a 2xx answer (the caller reads it), else an APIError."""
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        serialized = self.api.param_serialize(method=method, resource_path=path, query_params=dict(query or {}),
+                                              header_params=headers, body=body, auth_settings=["BearerToken"])
+        rest = call(verb, lambda: self.api.call_api(*serialized, _request_timeout=timeout))
+        response = rest.response
+        if 200 <= response.status <= 299:
+            return response
+        try:
+            data = response.data
+        except (urllib3.exceptions.HTTPError, OSError):
+            data = b""
+        finally:
+            response.release_conn()
+        raise translate(ApiException(status=response.status, reason=response.reason,
+                                     body=data.decode("utf-8", errors="replace") if data else None), verb) \
+            from None
 
 
 def _json(response: Any) -> dict[str, Any]:
