@@ -45,6 +45,7 @@ class CompiledRule:
     # What the rule's answer depends on: "static" = the task's spec and the node's fixed fields (cache
     # per task class), "node" = also node usage (recompute for nodes that changed), "any" = anything.
     depends: str = "any"
+    reads: frozenset[str] = frozenset()  # attribute names the rule reads (its cache key is built from them)
 
     def call(self, env: dict[str, Any], *args: Any) -> Any:
         for name, value in zip(self.params, args):
@@ -129,12 +130,12 @@ class _Lowerer:
     def _with_vector(self, rule: CompiledRule, functions: dict[str, tuple[tuple[str, ...], ir.Term]]) -> CompiledRule:
         from dataclasses import replace
 
-        depends = classify(rule.term, functions)
+        depends, reads = classify(rule.term, functions)
         try:
             vector = vectorize.compile_node_rule(rule.term, rule.params[1], functions, self.fns)
         except vectorize.Unvectorizable:
             vector = None
-        return replace(rule, vector=vector, depends=depends)
+        return replace(rule, vector=vector, depends=depends, reads=reads)
 
     # parameters ----------------------------------------------------------------------------------
     def _param_value(self, decl: ast.Param) -> Any:
@@ -273,8 +274,9 @@ _STATIC_ATTRS = frozenset({"allocatable", "labels", "unschedulable", "max_pods",
 _NODE_ATTRS = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count"})
 
 
-def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]]) -> str:
-    """'static', 'node' or 'any': what a node rule's answer depends on (see CompiledRule.depends)."""
+def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]]) -> tuple[str, frozenset[str]]:
+    """'static', 'node' or 'any' (what a node rule's answer depends on, see CompiledRule.depends), and
+    the attribute names it reads."""
     attrs: set[str] = set()
     seen: set[str] = set()
 
@@ -296,11 +298,12 @@ def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]
             elif child is not None and not isinstance(child, (str, int, float, bool)):
                 walk(child)
     walk(term)
+    reads = frozenset(attrs)
     if attrs <= _STATIC_ATTRS:
-        return "static"
+        return "static", reads
     if attrs <= _STATIC_ATTRS | _NODE_ATTRS:
-        return "node"
-    return "any"
+        return "node", reads
+    return "any", reads
 
 
 def _quantity_number(text: str) -> float | int:

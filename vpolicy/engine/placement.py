@@ -62,11 +62,30 @@ def insufficient(request: Resources, available: Resources) -> list[str]:
     return sorted(k for k in names if request.get(k, 0) > available.get(k, 0))
 
 
-def task_class(task: TaskInfo) -> tuple[Any, ...]:
-    """What node rules may read of a task when they are cached: its spec, not its identity."""
+# Task attributes a cacheable rule may read (see compile.lower._STATIC_ATTRS); the cache key of a rule
+# is the values of those it reads, plus the pod's scheduling constraints the matching built-ins read.
+_TASK_KEY_ATTRS = ("resreq", "best_effort", "priority_class_name", "namespace", "role")
+
+
+def task_key(task: TaskInfo, reads: frozenset[str]) -> tuple[Any, ...]:
+    """What a cached node rule can see of a task: its spec, never its identity."""
     pod = task.pod
-    return (task.resreq, tuple(sorted(pod.node_selector.items())), pod.required_affinity, pod.preferred_affinity,
-            pod.tolerations, pod.namespace, pod.priority_class_name, task.role, task.best_effort)
+    spec = (tuple(sorted(pod.node_selector.items())), pod.required_affinity, pod.preferred_affinity,
+            pod.tolerations)
+    return spec + tuple(getattr(task, a) for a in _TASK_KEY_ATTRS if a in reads)
+
+
+class _LazyInfos:
+    """The NodeInfo objects of a batch, built only if a per-node function asks for them."""
+
+    def __init__(self, nodes: list[NodeInfo], rows: np.ndarray):
+        self._nodes, self._rows = nodes, rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]  # reason: plain iterator
+        return (self._nodes[i] for i in self._rows)
 
 
 class Placement:
@@ -110,7 +129,7 @@ class Placement:
             i = a.index.get("pods")
             return a.allocatable[rows, i] if i is not None else np.zeros(len(rows))
 
-        return NodeBatch([self.node_list[i] for i in rows], columns, counts)
+        return NodeBatch(_LazyInfos(self.node_list, rows), columns, counts)
 
     def _eval(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         # numpy pays a fixed cost per operation: for a handful of nodes the scalar closure is cheaper
@@ -123,8 +142,11 @@ class Placement:
             return np.broadcast_to(np.asarray(out, dtype=float), (len(rows),)).copy()
         return np.array([float(self.rt._call(rule, task, self.node_list[i])) for i in rows])
 
-    def _rule_values(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray, key: tuple[Any, ...]) -> np.ndarray:
+    def _rule_values(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """A rule's answers on `rows`, from the cache when the rule allows it."""
+        if rule.depends == "any":
+            return self._eval(rule, task, rows)
+        key = task_key(task, rule.reads)
         if rule.depends == "static":
             ck = (id(rule), key)
             full = self._static.get(ck)
@@ -144,8 +166,7 @@ class Placement:
             if len(stale):
                 values[stale] = self._eval(rule, task, stale)
                 seen[stale] = version[stale]
-            return values[rows]
-        return self._eval(rule, task, rows)
+        return values[rows]
 
     # feasibility ----------------------------------------------------------------------------------
     def _fit_mask(self, task: TaskInfo, available: np.ndarray) -> np.ndarray:
@@ -160,18 +181,21 @@ class Placement:
         """Nodes passing the allocate-flavour predicate: resources fit FutureIdle, then every rule."""
         if nodes is not None or not self.node_list:
             return self._feasible_scalar(task, errors, self.node_list if nodes is None else nodes)
+        rows = self.feasible_rows(task, errors)
+        return [self.node_list[i] for i in rows]
+
+    def feasible_rows(self, task: TaskInfo, errors: FitErrors) -> np.ndarray:
+        """`feasible_nodes` as row indices into the session's node arrays (the fast path)."""
         mask = self._fit_mask(task, self.arrays.future_idle())
-        key = task_class(task)
         for rule in self.predicates:
             rows = np.flatnonzero(mask)
             if not len(rows):
                 break
-            mask[rows] &= self._rule_values(rule, task, rows, key).astype(bool)
+            mask[rows] &= self._rule_values(rule, task, rows).astype(bool)
         rows = self._sample(mask)
         if not len(rows):
             self._feasible_scalar(task, errors, self.node_list)
-            return []
-        return [self.node_list[i] for i in rows]
+        return rows
 
     def _sample(self, mask: np.ndarray) -> np.ndarray:
         """Volcano's node sampling: above 100 nodes, stop after enough feasible ones, round-robin."""
@@ -228,9 +252,8 @@ class Placement:
 
     def _scores_rows(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         total = np.zeros(len(rows))
-        key = task_class(task)
         for rule in self.score_rules:
-            raw = self._rule_values(rule, task, rows, key)
+            raw = self._rule_values(rule, task, rows)
             if rule.normalize_weight is not None:
                 weight = float(rule.normalize_weight(self.rt.env))
                 if weight == 0:
@@ -250,6 +273,9 @@ class Placement:
     def best_node(self, task: TaskInfo, nodes: list[NodeInfo]) -> tuple[NodeInfo, bool]:
         """The node to use and whether it fits Idle now (allocate) or only FutureIdle (pipeline)."""
         rows = np.array([self.arrays.row[n.name] for n in nodes], dtype=np.int64)
+        return self.best_row(task, rows)
+
+    def best_row(self, task: TaskInfo, rows: np.ndarray) -> tuple[NodeInfo, bool]:
         idle_rows = rows[self._fit_mask(task, self.arrays.idle())[rows]]
         group = idle_rows if len(idle_rows) else rows
         if len(group) == 1:

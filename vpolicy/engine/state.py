@@ -14,8 +14,6 @@ from typing import Any, Iterable
 import numpy as np
 
 from vpolicy.engine.devices import DeviceLedger
-from vpolicy.engine.devices import DeviceLedger
-from vpolicy.engine.devices import DeviceLedger
 from vpolicy.model import snapshot as snap
 from vpolicy.model.resources import ZERO, Resources, total
 from vpolicy.model.snapshot import ALLOCATED_STATUSES, READY_STATUSES, TaskStatus
@@ -163,6 +161,8 @@ class QueueInfo:
         self.jobs: list[JobInfo] = []
         self.allocated: Resources = ZERO
         self.inqueue: Resources = ZERO
+        self.version = 0  # grows with every change of allocated, for memoised aggregates
+        self._elastic: tuple[int, Resources] | None = None
 
     @property
     def ancestors(self) -> list["QueueInfo"]:
@@ -196,7 +196,11 @@ class QueueInfo:
 
     @property
     def elastic(self) -> Resources:
-        return total(j.allocated - j.min_resources for j in self.jobs).clamp_min_zero()
+        """Allocation beyond each job's minResources, summed (Volcano's GetElasticResources)."""
+        if self._elastic is None or self._elastic[0] != self.version:
+            value = total((j.allocated - j.min_resources).clamp_min_zero() for j in self.jobs)
+            self._elastic = (self.version, value)
+        return self._elastic[1]
 
     @property
     def request(self) -> Resources:
@@ -364,8 +368,6 @@ class SessionState:
             job.queue.allocated = job.queue.allocated + job.allocated
         self.total = total(n.allocatable for n in self.nodes.values())
         self.devices = DeviceLedger.open(self.nodes)  # GPU card usage, following set_status
-        self.devices = DeviceLedger.open(self.nodes)  # GPU card usage, following set_status
-        self.devices = DeviceLedger.open(self.nodes)  # GPU card usage, following set_status
         self.cluster = ClusterInfo(self)
         self.arrays = NodeArrays(list(self.nodes.values()), (k for p in snapshot.pods for k in p.resreq))
         for node in self.nodes.values():
@@ -438,6 +440,5 @@ class SessionState:
             job.allocated = job.allocated + delta
             q: QueueInfo | None = job.queue
             q.allocated = q.allocated + delta
-        self.devices.on_status(task)
-        self.devices.on_status(task)
+            q.version += 1
         self.devices.on_status(task)

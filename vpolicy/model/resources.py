@@ -24,21 +24,39 @@ def milli_scaled(name: str) -> bool:
     return name not in _NATURAL_UNIT
 
 
-class Resources(Mapping[str, int]):
-    """An immutable mapping resource-name -> int; zero entries are dropped so equality is by content."""
+class Resources:
+    """An immutable mapping resource-name -> int; zero entries are dropped so equality is by content.
+
+    A plain class registered as a `Mapping` rather than derived from it: `isinstance(x, Resources)` runs
+    on every rule evaluation, and an ABC-derived class pays for ABCMeta's instance check each time.
+    """
 
     __slots__ = ("_v", "_hash")
 
     def __init__(self, values: Mapping[str, int] | Iterable[tuple[str, int]] = ()):
-        items = values.items() if isinstance(values, Mapping) else values
+        # exact-type checks first: isinstance against the Mapping ABC is slow on this hot path
+        if type(values) is dict:
+            items: Iterable[tuple[str, int]] = values.items()
+        elif type(values) is Resources:
+            items = values._v.items()
+        else:
+            items = values.items() if isinstance(values, Mapping) else values
         self._v: dict[str, int] = {k: int(v) for k, v in items if v}
         self._hash: int | None = None
+
+    @classmethod
+    def _raw(cls, values: dict[str, int]) -> "Resources":
+        """Wrap a dict already free of zero entries and of non-int values (internal fast path)."""
+        out = cls.__new__(cls)
+        out._v = values
+        out._hash = None
+        return out
 
     # Mapping protocol ---------------------------------------------------------------------------
     def __getitem__(self, key: str) -> int:
         return self._v.get(key, 0)
 
-    def get(self, key: str, default: int = 0) -> int:  # type: ignore[override]  # reason: missing dims are 0
+    def get(self, key: str, default: int = 0) -> int:
         return self._v.get(key, default)
 
     def __iter__(self) -> Iterator[str]:
@@ -50,8 +68,17 @@ class Resources(Mapping[str, int]):
     def __contains__(self, key: object) -> bool:
         return key in self._v
 
+    def keys(self):  # type: ignore[no-untyped-def]  # reason: dict view
+        return self._v.keys()
+
+    def items(self):  # type: ignore[no-untyped-def]  # reason: dict view
+        return self._v.items()
+
+    def values(self):  # type: ignore[no-untyped-def]  # reason: dict view
+        return self._v.values()
+
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Resources):
+        if type(other) is Resources:
             return self._v == other._v
         if isinstance(other, Mapping):
             return self._v == {k: v for k, v in other.items() if v}
@@ -68,15 +95,15 @@ class Resources(Mapping[str, int]):
     # Arithmetic ---------------------------------------------------------------------------------
     def __add__(self, other: Mapping[str, int]) -> "Resources":
         out = dict(self._v)
-        for k, v in other.items():
+        for k, v in (other._v if type(other) is Resources else other).items():
             out[k] = out.get(k, 0) + v
-        return Resources(out)
+        return Resources._raw({k: int(v) for k, v in out.items() if v})
 
     def __sub__(self, other: Mapping[str, int]) -> "Resources":
         out = dict(self._v)
-        for k, v in other.items():
+        for k, v in (other._v if type(other) is Resources else other).items():
             out[k] = out.get(k, 0) - v
-        return Resources(out)
+        return Resources._raw({k: int(v) for k, v in out.items() if v})
 
     def __neg__(self) -> "Resources":
         return Resources({k: -v for k, v in self._v.items()})
@@ -133,6 +160,8 @@ class Resources(Mapping[str, int]):
     def to_dict(self) -> dict[str, int]:
         return dict(self._v)
 
+
+Mapping.register(Resources)
 
 ZERO = Resources()
 

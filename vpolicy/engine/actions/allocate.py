@@ -77,16 +77,18 @@ def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: PriorityQueue[TaskIn
         if task.role in failed_roles:
             continue
         errors = FitErrors()
-        nodes = ctx.placement.nominated_node(task)
-        if not nodes:
-            nodes = ctx.placement.feasible_nodes(task, errors)
-        if not nodes:
-            ctx.fit_errors[task.uid] = errors
-            failed_roles.add(task.role)
-            if not _continue_allocating(job, failed_roles):
-                break
-            continue
-        node, fits_idle = ctx.placement.best_node(task, nodes)
+        nominated = ctx.placement.nominated_node(task)
+        if nominated:
+            node, fits_idle = ctx.placement.best_node(task, nominated)
+        else:
+            rows = ctx.placement.feasible_rows(task, errors)
+            if not len(rows):
+                ctx.fit_errors[task.uid] = errors
+                failed_roles.add(task.role)
+                if not _continue_allocating(job, failed_roles):
+                    break
+                continue
+            node, fits_idle = ctx.placement.best_row(task, rows)
         if fits_idle:
             stmt.allocate(task, node.name)
         else:
