@@ -99,7 +99,9 @@ def _layout(expr: ast.Expr) -> list[str]:
         if expr.group_key is not None and expr.group_start is not None:
             lines.append(f"{INDENT}group {_expr(expr.group_key, _OR)} start {_expr(expr.group_start, _OR)}"
                          f" as {expr.state}")
-        when = _chain(expr.when) if len(_when(expr.when)) > WIDTH - 3 * len(INDENT) else [_when(expr.when)]
+        long = len(_when(expr.when)) > WIDTH - 3 * len(INDENT)
+        chained = isinstance(expr.when, ast.Binary) and expr.when.op in ("and", "or")
+        when = _chain(expr.when) if long and chained else [_when(expr.when)]
         lines.append(f"{INDENT}when {when[0]}")
         lines.extend(f"{INDENT * 2}{line}" for line in when[1:])
         if expr.then is not None:
