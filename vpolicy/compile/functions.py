@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
+from vpolicy.compile import devices
 from vpolicy.model.resources import Resources, ZERO
 
 PODS = "pods"
@@ -205,4 +206,5 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "floor": lambda x: int(x // 1),
     "float": float,
     "str": str,
+    **devices.FUNCTIONS,  # deviceshare's card-level primitives
 }

@@ -28,6 +28,7 @@ VClosure = Callable[[VEnv], Any]
 # Node attributes held as per-dimension columns, and scalar-per-node ones.
 RESOURCE_ATTRS = frozenset({"allocatable", "used", "idle", "releasing", "pipelined", "future_idle"})
 COUNT_ATTRS = frozenset({"pod_count", "max_pods"})
+BATCH_ATTRS = RESOURCE_ATTRS | COUNT_ATTRS | {"unschedulable"}  # what NodeBatch.attr answers
 # Functions applied per node (spec matching); they take (task, node).
 PER_NODE_FUNCTIONS = frozenset({"matches_node_selector", "matches_required_affinity", "preferred_affinity_weight",
                                 "tolerates_taints", "intolerable_taints"})
@@ -162,6 +163,8 @@ class _Vec:
             key = (t.module, t.name)
             return lambda env: env["$session"][key]
         if isinstance(t, ir.GetAttr):
+            if isinstance(t.obj, ir.Var) and t.obj.name == self.node_var and t.name not in BATCH_ATTRS:
+                raise Unvectorizable(f"node.{t.name}")  # known now, not at the first node batch
             obj, attr = self.compile(t.obj, node_vars), t.name
 
             def get(env: VEnv) -> Any:

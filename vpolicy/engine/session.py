@@ -59,6 +59,7 @@ def run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float
             ctx.solver_notes[verdict.job] = describe(verdict, state.jobs[verdict.job])
     solver_ms = round((time.perf_counter() - t0) * 1000, 3)
     decisions = close_session(ctx)
+    decisions.annotations.update(state.devices.annotations(state.tasks, decisions.binds, now=now))
     decisions.stats = {
         "session_ms": round((time.perf_counter() - started) * 1000, 3),
         "actions": timings,

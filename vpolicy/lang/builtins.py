@@ -119,6 +119,8 @@ NODE = {
     "pod_count": Attribute("int", "tasks placed on the node"),
     "max_pods": Attribute("int", "allocatable pods"),
     "tasks": Attribute("list[task]", "tasks on the node"),
+    "gpus": Attribute("any", "the node's GPU cards as the session sees them (from `volcano.sh/node-vgpu-register` "
+                             "and the pods on them); none without an inventory; read by the `vgpu_*` functions"),
 }
 
 CLUSTER = {
@@ -212,6 +214,20 @@ FUNCTIONS: dict[str, Function] = {
     "float": Function(("any",), "number", "convert to number"),
     "str": Function(("any",), "string", "render as text"),
     "now": Function((), "number", "the session clock, epoch seconds"),
+    # deviceshare's card-level primitives (vpolicy.compile.devices); `cards` is `node.gpus`
+    "vgpu_requested": Function(("task",), "bool",
+                               "the pod asks for vGPU cards (`volcano.sh/vgpu-number` or `vgpu-memory` limits)"),
+    "vgpu_fits": Function(("task", "any", "string"), "bool",
+                          "(task, node.gpus, policy): every container's cards fit (free slot, memory, cores, "
+                          "exclusive needs idle, type/UUID/mode filters; MIG: a free or re-cut instance); the "
+                          "placement then takes the cards this policy (binpack, spread, \"\") picks"),
+    "vgpu_unfit_reason": Function(("task", "any"), "string",
+                                  "(task, node.gpus): why the cards do not fit, \"\" when they do"),
+    "vgpu_score": Function(("task", "any", "string"), "number",
+                           "(task, node.gpus, policy): Volcano's card score, summed over the chosen cards: "
+                           "binpack 100*usedMem/mem, spread 100 per idle card, otherwise 0"),
+    "mig_reconfigurations": Function(("task", "any", "string"), "int",
+                                     "(task, node.gpus, policy): MIG cards the placement would re-cut"),
 }
 
 TYPE_NAMES = frozenset({"int", "number", "bool", "string", "resources", "vote", "any", "list", "map",
