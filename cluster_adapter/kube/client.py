@@ -259,9 +259,6 @@ class KubeClient:
     def get_podgroup(self, namespace: str, name: str) -> dict[str, Any]:
         return self._json("GET", PODGROUPS.path(namespace, name), verb="get podgroup")
 
-    def get_queue(self, name: str) -> dict[str, Any]:
-        return self._json("GET", QUEUES.path(name=name), verb="get queue")
-
     def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
         return self._json("GET", LEASES.path(namespace, name), verb="get lease")
 

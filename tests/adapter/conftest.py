@@ -1,19 +1,17 @@
 """Fixtures for the adapter tests: a fresh ClusterEmulator on 127.0.0.1 per test, and clients for it."""
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import kubernetes.client
 import pytest
-from ruamel.yaml import YAML
 
 from cluster_adapter.config import ApplySettings, ClientSettings, InformerSettings
 from cluster_adapter.kube.client import KubeClient
 from tests.adapter.kubeemu import EmulatorThread
-from tests.adapter.kubeemu.server import write_kubeconfig
+from tests.adapter.kubeemu.server import read_objects, write_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "cluster.yaml"
@@ -45,16 +43,6 @@ def official_api(emu: EmulatorThread) -> kubernetes.client.ApiClient:
     cfg.host = emu.url
     cfg.retries = 0
     return kubernetes.client.ApiClient(cfg)
-
-
-def read_objects(path: Path) -> list[dict[str, Any]]:
-    """The objects of a YAML dump as the API would hold them (timestamps as RFC 3339 strings)."""
-    yaml = YAML(typ="safe", pure=True)
-    with path.open(encoding="utf-8") as handle:
-        docs = [d for d in yaml.load_all(handle) if d]
-    items = [i for d in docs for i in (d.get("items", []) if d.get("kind") == "List" else [d])]
-    encoded = json.dumps(items, default=lambda o: o.isoformat().replace("+00:00", "Z"))
-    return list(json.loads(encoded))
 
 
 def load(emu: EmulatorThread, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:

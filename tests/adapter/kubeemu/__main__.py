@@ -6,9 +6,9 @@ import signal
 import sys
 import threading
 
-from ruamel.yaml import YAML
+from pathlib import Path
 
-from tests.adapter.kubeemu.server import EmulatorThread
+from tests.adapter.kubeemu.server import EmulatorThread, read_objects
 
 
 def main() -> int:
@@ -17,11 +17,8 @@ def main() -> int:
     parser.add_argument("--load", action="append", default=[], help="YAML objects to store first")
     args = parser.parse_args()
     server = EmulatorThread(port=args.port).start()
-    yaml = YAML(typ="safe", pure=True)
     for path in args.load:
-        with open(path, encoding="utf-8") as handle:
-            docs = [d for d in yaml.load_all(handle) if d]
-        items = [i for d in docs for i in (d.get("items", []) if d.get("kind") == "List" else [d])]
+        items = read_objects(Path(path))
         server.call(lambda emu: [emu.put_object(o) for o in items])
     print(server.url, flush=True)
     done = threading.Event()

@@ -11,12 +11,14 @@ prints the URL as its first stdout line once listening and serves until SIGTERM/
 from __future__ import annotations
 
 import asyncio
+import json
 import concurrent.futures
 import threading
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import kmock
+from ruamel.yaml import YAML
 
 from tests.adapter.kubeemu.emulator import ClusterEmulator
 
@@ -75,6 +77,17 @@ class EmulatorThread:
             self.url = f"http://{srv.host}:{srv.port}"
             self._ready.set()
             await self._stop.wait()
+
+
+def read_objects(path: Path) -> list[dict[str, Any]]:
+    """The objects of a YAML/JSON dump (documents and `kind: List` items) as the API would hold them:
+    plain JSON data, timestamps as RFC 3339 strings."""
+    yaml = YAML(typ="safe", pure=True)
+    with path.open(encoding="utf-8") as handle:
+        docs = [d for d in yaml.load_all(handle) if d]
+    items = [i for d in docs for i in (d.get("items", []) if str(d.get("kind", "")).endswith("List") else [d])]
+    encoded = json.dumps(items, default=lambda o: o.isoformat().replace("+00:00", "Z"))
+    return list(json.loads(encoded))
 
 
 def kubeconfig_text(url: str) -> str:
