@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
-from vpolicy.compile import evaluate, ir, vectorize
+from vpolicy.compile import evaluate, ir, pycode, vectorize
 from vpolicy.compile.functions import FUNCTIONS
 from vpolicy.errors import Diagnostic, PolicyError
 from vpolicy.lang import ast
@@ -125,6 +125,7 @@ class _Lowerer:
             raise PolicyError(self.diags)
         for callback in ("predicate", "node_order"):
             out.rules[callback] = [self._with_vector(r, out.functions) for r in out.rules.get(callback, [])]
+        _generate(out, self.fns)
         return out
 
     def _with_vector(self, rule: CompiledRule, functions: dict[str, tuple[tuple[str, ...], ir.Term]]) -> CompiledRule:
@@ -265,6 +266,27 @@ class _Lowerer:
             self.diags.append(Diagnostic("compile.unknown-function", f"unknown function '{e.func}'", e.span))
             return ir.Const(None)
         return ir.Apply(e.func, tuple(args))
+
+
+def _generate(module: CompiledModule, fns: dict[str, Callable[..., Any]]) -> None:
+    """Swap each rule's closure for generated Python (`compile.pycode`) when the whole module compiles."""
+    import os
+    from dataclasses import replace
+
+    if os.environ.get("VPOLICY_NO_CODEGEN"):
+        return
+    gen = pycode.Generator(fns)
+    try:
+        for name, (params, term) in module.functions.items():
+            gen.add_function(name, params, term)
+        entries = [(cb, i, r) for cb, rules in module.rules.items() for i, r in enumerate(rules)]
+        for cb, i, rule in entries:
+            gen.add_entry(f"{cb}_{i}", rule.params, rule.term)
+        ns = gen.build()
+    except (pycode.Unsupported, SyntaxError):
+        return
+    for cb, i, rule in entries:
+        module.rules[cb][i] = replace(rule, fn=ns[f"e_{cb}_{i}"])
 
 
 # Attributes a node rule may read and still be cached per task class: the task's spec and the node's
