@@ -29,6 +29,7 @@ from kubernetes.client.exceptions import ApiException
 from cluster_adapter.config import ClientSettings
 
 _T = TypeVar("_T")
+CONNECTIONS = 32  # urllib3 pool size: 7 watches + 16 bind workers + status, events, lease
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 
@@ -213,6 +214,8 @@ def connect(kubeconfig: str | None, settings: ClientSettings) -> "KubeClient":
     except (kubernetes.config.ConfigException, OSError, ValueError) as exc:
         raise APIUnauthorized(f"cannot load the cluster configuration: {exc}") from exc
     cfg.retries = 0  # we retry ourselves, with backoff and budgets
+    # One connection per informer watch, per bind worker, plus the elector and status writes.
+    cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0, CONNECTIONS)
     return KubeClient(kubernetes.client.ApiClient(cfg), settings)
 
 
@@ -297,6 +300,39 @@ class KubeClient:
 
     def replace_lease(self, namespace: str, name: str, lease: dict[str, Any]) -> dict[str, Any]:
         return self._write("PUT", LEASES.path(namespace, name), lease, verb="replace lease")
+
+    # any resource, by its Resource (the controllers' calls) ---------------------------------------
+    def list_objects(self, res: Resource, *, namespace: str | None = None,
+                     label_selector: str | None = None) -> dict[str, Any]:
+        query = {"labelSelector": label_selector} if label_selector else {}
+        return _json(self._send("GET", res.path(namespace), verb=f"list {res.name}", query=query,
+                                timeout=self.settings.request_timeout_s))
+
+    def get_object(self, res: Resource, namespace: str, name: str) -> dict[str, Any]:
+        return self._json("GET", res.path(namespace, name), verb=f"get {res.kind.lower()}")
+
+    def create_object(self, res: Resource, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._write("POST", res.path(namespace), body, verb=f"create {res.kind.lower()}")
+
+    def replace_object(self, res: Resource, namespace: str, name: str, body: dict[str, Any], *,
+                       subresource: str | None = None) -> dict[str, Any]:
+        return self._write("PUT", res.path(namespace, name, subresource), body,
+                           verb=f"replace {res.kind.lower()}{'/' + subresource if subresource else ''}")
+
+    def patch_object(self, res: Resource, namespace: str, name: str, patch: Any, *,
+                     subresource: str | None = None, content_type: str = MERGE_PATCH) -> dict[str, Any]:
+        return self._write("PATCH", res.path(namespace, name, subresource), patch, content_type=content_type,
+                           verb=f"patch {res.kind.lower()}{'/' + subresource if subresource else ''}")
+
+    def delete_object(self, res: Resource, namespace: str, name: str, *, uid: str | None = None,
+                      propagation: str | None = None) -> dict[str, Any]:
+        """DELETE with an optional uid precondition and propagationPolicy (Background/Foreground/Orphan)."""
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        if propagation:
+            body["propagationPolicy"] = propagation
+        return self._write("DELETE", res.path(namespace, name), body, verb=f"delete {res.kind.lower()}")
 
     # helpers --------------------------------------------------------------------------------------
     def _write(self, method: str, path: str, body: Any, *, verb: str,

@@ -42,6 +42,7 @@ def official_api(emu: EmulatorThread) -> kubernetes.client.ApiClient:
     cfg = kubernetes.client.Configuration()
     cfg.host = emu.url
     cfg.retries = 0
+    cfg.connection_pool_maxsize = 32
     return kubernetes.client.ApiClient(cfg)
 
 

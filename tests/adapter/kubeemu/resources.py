@@ -1,7 +1,9 @@
 """The resources the emulator serves, declared the way the real API server and Volcano's CRDs declare them.
 
 PodGroup has **no** status subresource (Volcano's CRD: `subresources: {}`), so its status is written
-through the main endpoint; Queue, vcjob, CronJob, Pod, Node, Namespace and PodDisruptionBudget have one.
+through the main endpoint; Queue, vcjob, CronJob, Pod, Node, Namespace, Service and PodDisruptionBudget
+have one. Services, Secrets, NetworkPolicies and `bus.volcano.sh` Commands are what the controller
+manager's job plugins and commands write (tests/controllers).
 """
 from __future__ import annotations
 
@@ -44,6 +46,10 @@ RESOURCES: tuple[Kind, ...] = (
     Kind("", "v1", "namespaces", "Namespace", False, frozenset({"status"}), ("status.phase",)),
     Kind("", "v1", "events", "Event", True, frozenset(), _EVENT_FIELDS),
     Kind("", "v1", "configmaps", "ConfigMap", True),
+    Kind("", "v1", "services", "Service", True, frozenset({"status"})),
+    Kind("", "v1", "secrets", "Secret", True, frozenset(), ("type",)),
+    Kind("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True),
+    Kind("bus.volcano.sh", "v1alpha1", "commands", "Command", True),
     Kind("events.k8s.io", "v1", "events", "Event", True),
     Kind("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False),
     Kind("coordination.k8s.io", "v1", "leases", "Lease", True),

@@ -1,0 +1,71 @@
+"""The controllers' clock: wall time in seconds since the epoch, passed in, never read directly.
+
+Cron schedules, policy timeouts, `ttlSecondsAfterFinished` and status timestamps all ask the clock the
+controller manager was built with. Production uses `SystemClock`; tests use `FakeClock` and move it by
+hand, so an hour of CronJob schedules passes in milliseconds. The work queues compare due times with
+this clock too, so a delayed request becomes ready when the (fake) clock passes it.
+"""
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Seconds since the epoch (UTC)."""
+        ...
+
+
+class SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+
+class FakeClock:
+    """A clock that moves only when told to (tests)."""
+
+    def __init__(self, start: float) -> None:
+        self._now = float(start)
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        with self._lock:
+            return self._now
+
+    def advance(self, seconds: float) -> float:
+        with self._lock:
+            self._now += seconds
+            return self._now
+
+    def set(self, epoch: float) -> None:
+        with self._lock:
+            self._now = float(epoch)
+
+
+def rfc3339(epoch: float) -> str:
+    """`2024-05-01T10:00:00Z` (whole seconds, as metav1.Time serialises)."""
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text: object) -> float | None:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def go_duration(seconds: float) -> str:
+    """A metav1.Duration as Go prints it: `1h2m3s`, `45s`, `0s`."""
+    total = max(0, int(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
