@@ -31,6 +31,7 @@ from vpolicy.model.snapshot import ClusterSnapshot
 ASSUME_TTL_S = 30.0  # longer than any watch lag we expect; shorter than a human would wait
 _EVICTED_AT = "1970-01-01T00:00:00Z"
 
+_RESOURCES = tuple(res.name for res in SCHEDULER_RESOURCES)
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
 
 
@@ -43,7 +44,7 @@ class _Assumption:
 
 
 class ObjectCache:
-    def __init__(self, *, resources: tuple[str, ...] = tuple(r.name for r in SCHEDULER_RESOURCES),
+    def __init__(self, *, resources: tuple[str, ...] = _RESOURCES,
                  clock: Callable[[], float] = time.monotonic, assume_ttl_s: float = ASSUME_TTL_S) -> None:
         self._lock = threading.Lock()
         self._objects: dict[str, dict[Key, dict[str, Any]]] = {name: {} for name in resources}

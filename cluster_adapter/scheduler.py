@@ -193,7 +193,8 @@ class Scheduler:
             return report
         decided = result.decisions
         report.document = decided.to_document()
-        report.session_ms = float(decided.stats.get("session_ms", 0.0) or 0.0)
+        session_ms = decided.stats.get("session_ms")
+        report.session_ms = float(session_ms) if isinstance(session_ms, (int, float)) else 0.0
         self.metrics.observe_stats(decided.stats)
         self._record_pending(snapshot, decided)
         started = time.monotonic()

@@ -8,12 +8,15 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from vpolicy.engine.session import CompiledPolicy, SessionResult, run_session
-    from vpolicy.errors import Diagnostic, PolicyError
+if TYPE_CHECKING:  # the same names, for type checkers (`X as X` marks an explicit re-export)
+    from vpolicy.engine.session import CompiledPolicy as CompiledPolicy
+    from vpolicy.engine.session import SessionResult as SessionResult
+    from vpolicy.engine.session import run_session as run_session
+    from vpolicy.errors import Diagnostic as Diagnostic
+    from vpolicy.errors import PolicyError as PolicyError
     from vpolicy.harness.policy import resolve as resolve_policy
-    from vpolicy.load.cluster import load_cluster
-    from vpolicy.load.objects import snapshot_from_objects
+    from vpolicy.load.cluster import load_cluster as load_cluster
+    from vpolicy.load.objects import snapshot_from_objects as snapshot_from_objects
 
 # public name -> (module, attribute)
 _EXPORTS: dict[str, tuple[str, str]] = {
@@ -27,7 +30,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "snapshot_from_objects": ("vpolicy.load.objects", "snapshot_from_objects"),
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = ["CompiledPolicy", "Diagnostic", "PolicyError", "SessionResult", "load_cluster", "resolve_policy",
+           "run_session", "snapshot_from_objects"]
 
 
 def __getattr__(name: str) -> Any:

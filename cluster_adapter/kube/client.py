@@ -207,10 +207,11 @@ def connect(kubeconfig: str | None, settings: ClientSettings) -> "KubeClient":
     cfg = kubernetes.client.Configuration()
     try:
         if kubeconfig:
-            kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=cfg,
-                                               context=settings.context or None)
+            kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]  # reason: untyped in the client
+                config_file=kubeconfig, client_configuration=cfg, context=settings.context or None)
         else:
-            kubernetes.config.load_incluster_config(client_configuration=cfg)
+            kubernetes.config.load_incluster_config(  # type: ignore[no-untyped-call]  # reason: as above
+                client_configuration=cfg)
     except (kubernetes.config.ConfigException, OSError, ValueError) as exc:
         raise APIUnauthorized(f"cannot load the cluster configuration: {exc}") from exc
     cfg.retries = 0  # we retry ourselves, with backoff and budgets
@@ -233,7 +234,7 @@ class KubeClient:
         self._bucket = TokenBucket(settings.qps, settings.burst)
 
     def close(self) -> None:
-        self.api.close()
+        self.api.close()  # type: ignore[no-untyped-call]  # reason: untyped in the client
 
     # reads ----------------------------------------------------------------------------------------
     def list(self, res: Resource) -> dict[str, Any]:

@@ -100,7 +100,8 @@ class Informer:
             if self.stop.is_set():
                 return
             kind = event.get("type")
-            obj = event.get("object") if isinstance(event.get("object"), dict) else {}
+            raw = event.get("object")
+            obj: dict[str, Any] = raw if isinstance(raw, dict) else {}
             if kind == "ERROR":
                 code = obj.get("code")
                 if code == 410:

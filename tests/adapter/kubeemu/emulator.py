@@ -125,7 +125,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             self._watchers[kind.key] = set()
 
     # Direct access for tests (call these on the emulator's loop: EmulatorThread.call) ----------------
-    def get(self, plural_key: str, namespace: str, name: str) -> dict[str, Any] | None:
+    # `get`/`list` shadow kmock's HTTP client shortcuts (`emu.get(url)`), which these tests never use:
+    # the emulator is reached through the official client, and read directly through these.
+    def get(self, plural_key: str, namespace: str, name: str) -> dict[str, Any] | None:  # type: ignore[override]
         obj = self._store[self._key(plural_key)].get((namespace, name))
         return copy.deepcopy(obj) if obj is not None else None
 

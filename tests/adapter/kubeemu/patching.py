@@ -39,10 +39,9 @@ def apply(obj: dict[str, Any], patch: Any, content_type: str) -> dict[str, Any]:
             raise PatchError(str(exc)) from exc
     if not isinstance(patch, dict):
         raise PatchError("a merge patch must be a JSON object")
-    if kind == MERGE:
-        return _merge(obj, patch, strategic=False)
-    if kind == STRATEGIC:
-        return _merge(obj, patch, strategic=True)
+    if kind in (MERGE, STRATEGIC):
+        merged: dict[str, Any] = _merge(obj, patch, strategic=kind == STRATEGIC)
+        return merged
     raise PatchError(f"unsupported patch type {kind!r}")
 
 

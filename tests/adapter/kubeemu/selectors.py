@@ -50,7 +50,8 @@ def _split(text: str) -> list[str]:
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
     meta = obj.get("metadata") or {}
-    return meta.get("labels") or {}
+    labels: Mapping[str, str] = meta.get("labels") or {}
+    return labels
 
 
 def parse_labels(text: str | None) -> Selector:
@@ -61,19 +62,12 @@ def parse_labels(text: str | None) -> Selector:
                 raise SelectorError(f"unable to parse requirement: {part!r}")
             key, op = m.group(2), m.group(3)
             values = frozenset(v.strip() for v in m.group(4).split(",") if v.strip())
-            if op == "in":
-                predicates.append(lambda o, k=key, vs=values: _labels(o).get(k) in vs)
-            else:
-                predicates.append(lambda o, k=key, vs=values: _labels(o).get(k) not in vs)
+            predicates.append(_label_in(key, values, negate=op == "notin"))
         elif m := _EQ_OP.match(part):
             key, op, value = m.groups()
-            if op == "!=":
-                predicates.append(lambda o, k=key, v=value: _labels(o).get(k) != v)
-            else:
-                predicates.append(lambda o, k=key, v=value: _labels(o).get(k) == v)
+            predicates.append(_label_in(key, frozenset({value}), negate=op == "!="))
         elif m := _EXISTS.match(part):
-            negate, key = m.group(1) == "!", m.group(2)
-            predicates.append(lambda o, k=key, n=negate: (k in _labels(o)) != n)
+            predicates.append(_label_exists(m.group(2), negate=m.group(1) == "!"))
         else:
             raise SelectorError(f"unable to parse requirement: {part!r}")
     return Selector(tuple(predicates))
@@ -100,11 +94,26 @@ def parse_fields(text: str | None, kind: Kind) -> Selector:
         path, op, value = m.groups()
         if path not in allowed:
             raise SelectorError(f'"{path}" is not a known field selector: only "{", ".join(sorted(allowed))}"')
-        if op == "!=":
-            predicates.append(lambda o, p=path, v=value: field_value(o, p) != v)
-        else:
-            predicates.append(lambda o, p=path, v=value: field_value(o, p) == v)
+        predicates.append(_field_is(path, value, negate=op == "!="))
     return Selector(tuple(predicates))
+
+
+def _label_in(key: str, values: frozenset[str], *, negate: bool) -> Predicate:
+    def check(obj: Mapping[str, Any]) -> bool:
+        return (_labels(obj).get(key) in values) != negate
+    return check
+
+
+def _label_exists(key: str, *, negate: bool) -> Predicate:
+    def check(obj: Mapping[str, Any]) -> bool:
+        return (key in _labels(obj)) != negate
+    return check
+
+
+def _field_is(path: str, value: str, *, negate: bool) -> Predicate:
+    def check(obj: Mapping[str, Any]) -> bool:
+        return (field_value(obj, path) == value) != negate
+    return check
 
 
 def both(first: Selector, second: Selector) -> Selector:
