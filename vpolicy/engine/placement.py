@@ -95,6 +95,10 @@ class Placement:
         self.arrays = state.arrays
         self.node_list = list(state.nodes.values())
         self.predicates = runtime._rules("predicate")
+        self._static_predicates = [r for r in self.predicates if r.depends == "static"]
+        self._dynamic_predicates = [r for r in self.predicates if r.depends != "static"]
+        self._static_reads = frozenset().union(*(r.reads for r in self._static_predicates))
+        self._static_masks: dict[tuple[Any, ...], np.ndarray] = {}
         self.score_rules = runtime._rules("node_order")
         self._static: dict[tuple[Any, ...], np.ndarray] = {}
         self._cached: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
@@ -169,6 +173,20 @@ class Placement:
         return values[rows]
 
     # feasibility ----------------------------------------------------------------------------------
+    def _static_mask(self, task: TaskInfo) -> np.ndarray:
+        """All predicate rules that depend only on the task's spec and fixed node fields, ANDed, per class.
+
+        The rules' order does not matter for which nodes pass, only for the reason of a failure, and
+        reasons come from the scalar path."""
+        key = task_key(task, self._static_reads)
+        mask = self._static_masks.get(key)
+        if mask is None:
+            mask = np.ones(len(self.node_list), dtype=bool)
+            for rule in self._static_predicates:
+                mask &= self._eval(rule, task, self._all_rows).astype(bool)
+            self._static_masks[key] = mask
+        return mask
+
     def _fit_mask(self, task: TaskInfo, available: np.ndarray) -> np.ndarray:
         a = self.arrays
         if a.unknown_dims(task.resreq):
@@ -187,7 +205,9 @@ class Placement:
     def feasible_rows(self, task: TaskInfo, errors: FitErrors) -> np.ndarray:
         """`feasible_nodes` as row indices into the session's node arrays (the fast path)."""
         mask = self._fit_mask(task, self.arrays.future_idle())
-        for rule in self.predicates:
+        if self._static_predicates:
+            mask &= self._static_mask(task)
+        for rule in self._dynamic_predicates:
             rows = np.flatnonzero(mask)
             if not len(rows):
                 break
@@ -204,14 +224,13 @@ class Placement:
             return np.flatnonzero(mask)
         pct = max(MINIMUM_PERCENTAGE, 50 - n // 125)
         want = max(MINIMUM_FEASIBLE_NODES, n * pct // 100)
-        order = np.roll(self._all_rows, -self._start)
-        hits = order[mask[order]]
-        if len(hits) <= want:
-            self._start = 0 if not len(hits) else self._start
-            return np.sort(hits) if len(hits) else hits
+        found = np.flatnonzero(mask)
+        if len(found) <= want:
+            return found
+        split = int(np.searchsorted(found, self._start))
+        hits = np.concatenate((found[split:], found[:split]))
         chosen = hits[:want]
-        last = int(np.flatnonzero(order == chosen[-1])[0])
-        self._start = (self._start + last + 1) % n
+        self._start = (int(chosen[-1]) + 1) % n
         return chosen
 
     def _feasible_scalar(self, task: TaskInfo, errors: FitErrors, nodes: list[NodeInfo]) -> list[NodeInfo]:

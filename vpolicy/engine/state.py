@@ -268,6 +268,8 @@ class NodeArrays:
         self.pipelined = np.zeros(shape)
         self.pod_count = np.zeros(len(nodes))
         self.version = np.zeros(len(nodes), dtype=np.int64)
+        self.idle_now = np.zeros(shape)  # allocatable - used, kept per row by SessionState._sync_arrays
+        self.future = np.zeros(shape)  # idle + releasing - pipelined (Volcano's FutureIdle)
         for i, n in enumerate(nodes):
             self.allocatable[i] = self.vector(n.allocatable)
         self._vectors: dict[Resources, np.ndarray] = {}
@@ -291,10 +293,10 @@ class NodeArrays:
         return [k for k, v in res.items() if v > 0 and k not in self.index]
 
     def idle(self) -> np.ndarray:
-        return self.allocatable - self.used
+        return self.idle_now
 
     def future_idle(self) -> np.ndarray:
-        return self.allocatable - self.used + self.releasing - self.pipelined
+        return self.future
 
 
 class ClusterInfo:
@@ -415,6 +417,8 @@ class SessionState:
         arrays.releasing[i] = arrays.vector(node.releasing)
         arrays.pipelined[i] = arrays.vector(node.pipelined)
         arrays.pod_count[i] = len(node.tasks)
+        arrays.idle_now[i] = arrays.allocatable[i] - arrays.used[i]
+        arrays.future[i] = arrays.idle_now[i] + arrays.releasing[i] - arrays.pipelined[i]
         arrays.version[i] += 1
 
     def set_status(self, task: TaskInfo, status: TaskStatus, node_name: str | None = None) -> None:
