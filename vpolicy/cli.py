@@ -32,7 +32,15 @@ def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     t.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or folders (default: policies/tests)")
     t.add_argument("--run", metavar="REGEX", help="only scenarios whose name or path matches (regex or substring)")
     t.add_argument("--output", choices=("text", "json"), default="text")
+    _simulation_commands(sub)
     return p
+
+
+def _simulation_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """`simulate` and `replay` (vpolicy.sim.command declares their flags and runs them)."""
+    from vpolicy.sim import command
+
+    command.add_parsers(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -43,6 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "dry-run":
             return _dry_run(args)
+        if args.command in ("simulate", "replay"):
+            from vpolicy.sim import command
+
+            return command.main(args, out=sys.stdout, err=sys.stderr)
         if args.command == "check":
             from vpolicy.harness.check import run_check
 
