@@ -28,6 +28,9 @@ def to_snapshot(objects: Iterable[Mapping[str, Any]]) -> ClusterSnapshot:
     return vpolicy.snapshot_from_objects(objects, strict=False)
 
 
+SnapshotReader = vpolicy.SnapshotReader  # to_snapshot for repeated reads of one cluster (see vpolicy.load.objects)
+
+
 def quantity_text(name: str, amount: int) -> str:
     """vpolicy units back to a Kubernetes quantity: 1500 cpu -> "1500m", 2000 -> "2", bytes as is."""
     if not resources.milli_scaled(name):

@@ -316,11 +316,16 @@ class Scheduler:
         if pod is None:
             return "not in the API (a pod derived from a vcjob the job controller has not created yet)"
         spec = pod.get("spec") or {}
-        if (spec.get("schedulerName") or "default-scheduler") != self.settings.scheduler_name:
+        if not self._ours(pod):
             return f"schedulerName is {spec.get('schedulerName')!r}, not {self.settings.scheduler_name!r}"
         if spec.get("nodeName"):
             return f"already bound to {spec['nodeName']}"
         return ""
+
+    def _ours(self, pod: dict[str, Any]) -> bool:
+        """Whether the pod names this scheduler (an unwritten schedulerName counts as ours, as in the engine)."""
+        name = (pod.get("spec") or {}).get("schedulerName") or self.settings.scheduler_name
+        return bool(name == self.settings.scheduler_name)
 
     def _write_podgroup(self, key: str, status: model_decisions.PodGroupStatus, report: SessionReport, now: float,
                         session_id: str) -> None:
@@ -350,7 +355,7 @@ class Scheduler:
         jobs: list[tuple[str, str, str, str]] = []
         for key, reasons in sorted(decided.unschedulable.items()):
             pod = self._pod(key)
-            if pod is None or (pod.get("spec") or {}).get("schedulerName") != self.settings.scheduler_name:
+            if pod is None or not self._ours(pod):
                 continue
             ns, name = convert.split_key(key)
             jobs.append((ns, name, pod["metadata"].get("uid", ""), "; ".join(reasons) or "not scheduled"))

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (`X as X` marks an explic
     from vpolicy.errors import PolicyError as PolicyError
     from vpolicy.harness.policy import resolve as resolve_policy
     from vpolicy.load.cluster import load_cluster as load_cluster
+    from vpolicy.load.objects import SnapshotReader as SnapshotReader
     from vpolicy.load.objects import snapshot_from_objects as snapshot_from_objects
 
 # public name -> (module, attribute)
@@ -28,10 +29,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "resolve_policy": ("vpolicy.harness.policy", "resolve"),
     "load_cluster": ("vpolicy.load.cluster", "load_cluster"),
     "snapshot_from_objects": ("vpolicy.load.objects", "snapshot_from_objects"),
+    "SnapshotReader": ("vpolicy.load.objects", "SnapshotReader"),
 }
 
-__all__ = ["CompiledPolicy", "Diagnostic", "PolicyError", "SessionResult", "load_cluster", "resolve_policy",
-           "run_session", "snapshot_from_objects"]
+__all__ = ["CompiledPolicy", "Diagnostic", "PolicyError", "SessionResult", "SnapshotReader", "load_cluster",
+           "resolve_policy", "run_session", "snapshot_from_objects"]
 
 
 def __getattr__(name: str) -> Any:

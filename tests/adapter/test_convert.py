@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import copy
+import random
+from typing import Any
 
 import pytest
 
 from cluster_adapter import convert
 from tests.adapter.conftest import EXAMPLE, read_objects
-from vpolicy import load_cluster, snapshot_from_objects
+from vpolicy import SnapshotReader, load_cluster, snapshot_from_objects
 from vpolicy.errors import PolicyError
 from vpolicy.model.decisions import PodGroupStatus
 
@@ -59,3 +61,43 @@ def test_only_changed_queue_fields_are_written() -> None:
     desired = convert.queue_status({"state": "Open", "allocated": {"cpu": 1500}, "running": 1})
     assert desired == {"state": "Open", "allocated": {"cpu": "1500m"}, "running": 1}
     assert convert.changed_fields(desired, {"state": "Open", "allocated": {"cpu": "1500m"}, "running": 0}) == {"running": 1}
+
+
+def _pod(name: str, rv: int, *, cpu: str = "1", node: str = "", priority_class: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {"schedulerName": "volcano", "containers": [
+        {"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}
+    if node:
+        spec["nodeName"] = node
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {"apiVersion": "v1", "kind": "Pod", "spec": spec, "status": {"phase": "Running" if node else "Pending"},
+            "metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}", "resourceVersion": str(rv),
+                         "annotations": {"scheduling.k8s.io/group-name": "g"}}}
+
+
+def test_the_incremental_reader_agrees_with_a_full_build_on_random_changes() -> None:
+    rng = random.Random(11)
+    base = [o for o in read_objects(EXAMPLE) if o["kind"] not in ("Job", "Pod")]
+    for index, obj in enumerate(base):
+        obj.setdefault("metadata", {})["resourceVersion"] = str(index + 1)
+    rv = 1000
+    pods: dict[str, dict[str, Any]] = {}
+    reader = SnapshotReader()
+    for _ in range(60):
+        action = rng.choice(["add", "add", "change", "delete", "class", "node"])
+        rv += 1
+        if action == "add" or not pods:
+            name = f"p{rv}"
+            pods[name] = _pod(name, rv, cpu=rng.choice(["1", "500m"]), priority_class=rng.choice(["", "high", "low"]))
+        elif action == "change":
+            name = rng.choice(sorted(pods))
+            pods[name] = _pod(name, rv, node=rng.choice(["cpu-1", "cpu-2"]), cpu=rng.choice(["2", "250m"]))
+        elif action == "delete":
+            pods.pop(rng.choice(sorted(pods)))
+        elif action == "class":  # a non-pod change: the reader must not take its shortcut
+            pc = next(o for o in base if o["kind"] == "PriorityClass")
+            pc["value"] = rng.randint(1, 2000)
+            pc["metadata"]["resourceVersion"] = str(rv)
+        objects = [*base, *(pods[k] for k in sorted(pods))]
+        assert reader.read(copy.deepcopy(objects)) == snapshot_from_objects(objects)
+    assert reader.pods_read and reader.full_builds < 60  # it did take the shortcut, and not always
