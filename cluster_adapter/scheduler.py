@@ -162,7 +162,7 @@ class Scheduler:
             self.elector.start_renewing(self.stop)
         self.metrics.leader.set(1)
         try:
-            while not self.stop.is_set():
+            while not self.stop.is_set() and not self.lost_lease.is_set():
                 started = time.monotonic()
                 self.run_once()
                 if self.settings.once or self.lost_lease.is_set():
@@ -178,6 +178,7 @@ class Scheduler:
     def _on_lost(self) -> None:
         self.lost_lease.set()
         self.metrics.leader.set(0)
+        self.stop.set()  # wake the loop now rather than after the period
 
     # one session ------------------------------------------------------------------------------------
     def run_once(self) -> SessionReport:
