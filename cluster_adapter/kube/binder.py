@@ -15,6 +15,7 @@ binder does. Outcomes:
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,8 +37,10 @@ class BindResult:
 
 class Binder:
     def __init__(self, client: KubeClient, settings: ApplySettings, *, gate: retry.Gate = retry.always,
-                 on_error: Callable[[APIError], None] = lambda _: None) -> None:
+                 on_error: Callable[[APIError], None] = lambda _: None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.client, self.settings, self.gate, self.on_error = client, settings, gate, on_error
+        self.sleep = sleep
 
     def bind(self, pod: dict[str, Any], node: str, annotations: dict[str, str] | None = None) -> BindResult:
         meta = pod.get("metadata") or {}
@@ -46,7 +49,7 @@ class Binder:
         for _ in range(max(1, self.settings.attempts)):
             try:
                 retry.attempt(lambda: self.client.bind(ns, name, uid=uid, node=node, annotations=annotations or {}),
-                              settings=self.settings, gate=self.gate, on_error=self.on_error)
+                              settings=self.settings, gate=self.gate, on_error=self.on_error, sleep=self.sleep)
                 return BindResult(key, node, True)
             except APINotFound as exc:
                 return BindResult(key, node, False, f"pod {key} no longer exists", exc)
@@ -63,7 +66,7 @@ class Binder:
         """Success, failure, or None to try again — from the pod as the server holds it now."""
         try:
             current = retry.attempt(lambda: self.client.get_pod(ns, name), settings=self.settings,
-                                    gate=self.gate, on_error=self.on_error)
+                                    gate=self.gate, on_error=self.on_error, sleep=self.sleep)
         except APINotFound as gone:
             return BindResult(key, node, False, f"pod {key} no longer exists", gone)
         meta, spec = current.get("metadata") or {}, current.get("spec") or {}

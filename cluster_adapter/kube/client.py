@@ -365,9 +365,10 @@ class KubeClient:
             data = b""
         finally:
             response.release_conn()
-        raise translate(ApiException(status=response.status, reason=response.reason,
-                                     body=data.decode("utf-8", errors="replace") if data else None), verb) \
-            from None
+        failure = ApiException(status=response.status, reason=response.reason,
+                               body=data.decode("utf-8", errors="replace") if data else None)
+        failure.headers = response.headers  # Retry-After
+        raise translate(failure, verb) from None
 
 
 def _json(response: Any) -> dict[str, Any]:

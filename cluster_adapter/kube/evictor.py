@@ -11,6 +11,7 @@ deliberate difference (DESIGN §8).
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,8 +36,10 @@ class _Blocked(APIError):
 
 class Evictor:
     def __init__(self, client: KubeClient, settings: ApplySettings, *, gate: retry.Gate = retry.always,
-                 on_error: Callable[[APIError], None] = lambda _: None) -> None:
+                 on_error: Callable[[APIError], None] = lambda _: None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.client, self.settings, self.gate, self.on_error = client, settings, gate, on_error
+        self.sleep = sleep
 
     def evict(self, pod: dict[str, Any]) -> EvictResult:
         meta = pod.get("metadata") or {}
@@ -52,7 +55,7 @@ class Evictor:
                 raise
 
         try:
-            retry.attempt(once, settings=self.settings, gate=self.gate, on_error=self.on_error)
+            retry.attempt(once, settings=self.settings, gate=self.gate, on_error=self.on_error, sleep=self.sleep)
             return EvictResult(key, True)
         except APINotFound:
             return EvictResult(key, True, reason="already gone")

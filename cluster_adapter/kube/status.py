@@ -14,6 +14,7 @@ server's new object, which the caller may feed back into its cache.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,8 +27,10 @@ StatusFor = Callable[[dict[str, Any]], dict[str, Any] | None]  # current object 
 
 class StatusWriter:
     def __init__(self, client: KubeClient, settings: ApplySettings, *, gate: retry.Gate = retry.always,
-                 on_error: Callable[[APIError], None] = lambda _: None) -> None:
+                 on_error: Callable[[APIError], None] = lambda _: None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.client, self.settings, self.gate, self.on_error = client, settings, gate, on_error
+        self.sleep = sleep
 
     def podgroup(self, current: dict[str, Any], status_for: StatusFor) -> dict[str, Any] | None:
         """Write `status_for(current)`; on conflict re-read and recompute. Returns the new object, if written."""
@@ -42,13 +45,13 @@ class StatusWriter:
                      "status": status}
             try:
                 return retry.attempt(lambda: self.client.patch_podgroup(ns, name, patch), settings=self.settings,
-                                     gate=self.gate, on_error=self.on_error)
+                                     gate=self.gate, on_error=self.on_error, sleep=self.sleep)
             except APINotFound:
                 return None
             except APIConflict:
                 try:
                     obj = retry.attempt(lambda: self.client.get_podgroup(ns, name), settings=self.settings,
-                                        gate=self.gate, on_error=self.on_error)
+                                        gate=self.gate, on_error=self.on_error, sleep=self.sleep)
                 except APINotFound:
                     return None
         raise APIConflict(f"podgroup {ns}/{name}: status kept conflicting", status=409)
@@ -58,7 +61,7 @@ class StatusWriter:
             return None
         try:
             return retry.attempt(lambda: self.client.patch_queue_status(name, {"status": changes}),
-                                 settings=self.settings, gate=self.gate, on_error=self.on_error)
+                                 settings=self.settings, gate=self.gate, on_error=self.on_error, sleep=self.sleep)
         except APINotFound:
             return None  # root/default exist only in the snapshot until Volcano's controllers create them
 
@@ -66,6 +69,6 @@ class StatusWriter:
         try:
             return retry.attempt(
                 lambda: self.client.patch_pod_status(namespace, name, {"status": {"nominatedNodeName": node}}),
-                settings=self.settings, gate=self.gate, on_error=self.on_error)
+                settings=self.settings, gate=self.gate, on_error=self.on_error, sleep=self.sleep)
         except APINotFound:
             return None

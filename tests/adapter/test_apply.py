@@ -56,6 +56,16 @@ def test_transient_errors_are_retried_and_the_pod_is_bound_once(emu: EmulatorThr
     assert emu.call(lambda e: e.count("bind", status=201)) == 1
 
 
+def test_retry_after_from_the_server_sets_the_wait(emu: EmulatorThread, client: KubeClient) -> None:
+    [p] = load(emu, [pod("p")])
+    add_fault(emu, fail_first(1, "bind", 429, "TooManyRequests", retryAfterSeconds=1))
+    slept: list[float] = []
+    binder = Binder(client, FAST_APPLY.__class__(attempts=3, backoff_initial_s=0.01, backoff_max_s=5.0),
+                    sleep=slept.append)
+    assert binder.bind(p, "n1").ok
+    assert slept == [1.0]
+
+
 def test_a_bind_whose_answer_was_lost_is_not_applied_twice(emu: EmulatorThread, client: KubeClient) -> None:
     """The server binds, the answer is a 500; the retry meets 409, reads the pod: bound to our node = done."""
     [p] = load(emu, [pod("p")])

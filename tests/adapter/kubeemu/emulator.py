@@ -224,6 +224,15 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         self.records.append(Record(call, status))
         return aiohttp.web.json_response(payload, status=status)
 
+    async def _render_error(self, exc: Exception) -> aiohttp.web.StreamResponse:
+        """kmock's Status body, plus `Retry-After` when the details ask for one (as the real server does
+        for 429 and some 5xx: `details.retryAfterSeconds`)."""
+        response = await super()._render_error(exc)
+        details = exc.details if isinstance(exc, kmock.KubernetesError) and isinstance(exc.details, dict) else {}
+        if "retryAfterSeconds" in details:
+            response.headers["Retry-After"] = str(details["retryAfterSeconds"])
+        return response
+
     @staticmethod
     def _verb(request: rendering.Request) -> str:
         method = str(request.method.value if hasattr(request.method, "value") else request.method).upper()
