@@ -223,7 +223,7 @@ def test_losing_the_lease_mid_session_stops_writes_and_the_next_leader_finishes(
             assert lease is not None
             lease["spec"]["holderIdentity"] = "b"
             e.put_object(lease)
-        return 0.15
+        return 0.3  # each bind is slow: the elector (renewing every 50 ms) notices well before the next
 
     emu.call(lambda e: e.faults.append(slow_then_steal))
     codes: list[int] = []
