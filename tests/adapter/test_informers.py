@@ -119,3 +119,22 @@ def test_a_crd_that_is_not_installed_counts_as_an_empty_synced_collection(emu: E
     informer = Informer(client, VCJOBS, cache, FAST_INFORMERS, stop=stop).start()
     assert informer.synced.wait(2)
     assert cache.count("jobs") == 0
+
+
+def test_bookmarks_keep_a_quiet_watch_resumable_after_compaction(emu: EmulatorThread, client: KubeClient,
+                                                                stop: threading.Event) -> None:
+    """Other resources move the resourceVersion on; a pods watch that saw no pod event still learns
+    the current one from bookmarks, so after compaction it resumes instead of listing again."""
+    cache = ObjectCache()
+    informer = start(client, cache, stop)
+    eventually(lambda: emu.call(lambda e: e.watch_count("pods")) == 1)
+    listed_at = informer.resource_version
+    load(emu, [node(f"n{i}") for i in range(5)])
+    current = str(emu.call(lambda e: e.rv))
+    eventually(lambda: informer.resource_version == current)  # bookmarks every 0.2 s
+    assert listed_at != current
+    emu.call(lambda e: (e.compact(), e.drop_watches()))
+    eventually(lambda: informer.watches >= 2)
+    load(emu, [pod("after")])
+    eventually(lambda: names(cache) == {"after"})
+    assert informer.lists == 1
