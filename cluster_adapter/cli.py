@@ -91,8 +91,7 @@ def main(args: argparse.Namespace) -> int:
     metrics = Metrics()
     stop = threading.Event()
     scheduler = Scheduler(client, settings, metrics=metrics, stop=stop)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     if settings.metrics_port is not None:
         port = metrics.serve(settings.metrics_port, settings.metrics_address)
         logging.getLogger(__name__).info("metrics on %s:%d/metrics", settings.metrics_address, port)
@@ -108,3 +107,5 @@ def main(args: argparse.Namespace) -> int:
     finally:
         metrics.stop()
         client.close()
+        for sig, handler in previous.items():  # a caller in the same process gets its handlers back
+            signal.signal(sig, handler)
