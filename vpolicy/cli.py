@@ -32,8 +32,34 @@ def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     t.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or folders (default: policies/tests)")
     t.add_argument("--run", metavar="REGEX", help="only scenarios whose name or path matches (regex or substring)")
     t.add_argument("--output", choices=("text", "json"), default="text")
+    _explain_verify_commands(sub)
     _simulation_commands(sub)
     return p
+
+
+def _explain_verify_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    e = sub.add_parser("explain", help="why a pod or podgroup is placed, pending (conflicting rules, cheapest fix) "
+                                       "or evicted")
+    e.add_argument("target", metavar="TARGET", help="NAMESPACE/NAME of a pod or podgroup (prefix pod/ or podgroup/ "
+                                                    "when both exist)")
+    e.add_argument("--cluster", action="append", required=True, help="cluster dump: file or folder (repeatable)")
+    g = e.add_mutually_exclusive_group()
+    g.add_argument("--policy", help="a native policy file (policy NAME ...)")
+    g.add_argument("--conf", help="a volcano-scheduler.conf (or the ConfigMap holding it)")
+    e.add_argument("--output", choices=("text", "json"), default="text")
+    e.add_argument("--no-fix", action="store_true", help="skip the search for the cheapest fix")
+    e.add_argument("--fix-budget", type=float, default=10.0, metavar="SECONDS", help="time for the fix search")
+    v = sub.add_parser("verify", help="prove properties of a policy or conf for all small clusters, or print a "
+                                      "counterexample cluster")
+    v.add_argument("file", metavar="FILE", nargs="?", help="a policy file or a volcano-scheduler.conf "
+                                                            "(default: Volcano's built-in conf)")
+    v.add_argument("--property", action="append", metavar="NAME", help="only these properties (repeatable)")
+    v.add_argument("--bound", type=int, default=2, metavar="N", help="clusters of at most N nodes, jobs and queues")
+    v.add_argument("--worlds", type=int, default=None, metavar="K",
+                   help="search at most K clusters (default 2000); every cluster of the bound when it has no more")
+    v.add_argument("--seed", type=int, default=0, help="seed for sampling when the bound has more clusters than K")
+    v.add_argument("--output", choices=("text", "json"), default="text")
+    v.add_argument("--write", metavar="DIR", help="write each counterexample cluster as DIR/<property>.yaml")
 
 
 def _simulation_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -61,6 +87,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_check(args.files, output=args.output, out=sys.stdout, err=sys.stderr)
         if args.command == "test":
             return _test(args)
+        if args.command == "explain":
+            return _explain(args)
+        if args.command == "verify":
+            return _verify(args)
     except PolicyError as exc:
         for diag in exc.diagnostics:
             print(diag.one_line(), file=sys.stderr)
@@ -77,14 +107,40 @@ def _dry_run(args: argparse.Namespace) -> int:
     run = dryrun.dry_run(args.cluster, policy=args.policy, conf=args.conf)
     for warning in run.snapshot.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    doc = run.document()
+    doc = run.document(explain=args.explain)
     if args.output == "json":
         report.write_json(doc, sys.stdout)
     elif args.output == "yaml":
         report.write_yaml(doc, sys.stdout)
     else:
         report.write_tables(doc, sys.stdout)
+        dryrun.write_explain_table(doc, sys.stdout)
     return EXIT_OK
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from vpolicy.harness import explain, report
+
+    result = explain.explain(args.cluster, args.target, policy=args.policy, conf=args.conf, fixes=not args.no_fix,
+                             fix_budget_s=args.fix_budget)
+    if args.output == "json":
+        report.write_json(explain.to_json(result), sys.stdout)
+    else:
+        sys.stdout.write(explain.format_text(result))
+    return EXIT_OK
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from vpolicy.harness import report, verify
+
+    run = verify.verify(args.file, properties=args.property, bound=args.bound, worlds=args.worlds, seed=args.seed)
+    if args.write:
+        verify.write_counterexamples(run, args.write)
+    if args.output == "json":
+        report.write_json(verify.to_json(run), sys.stdout)
+    else:
+        sys.stdout.write(verify.format_text(run))
+    return EXIT_OK if run.ok else EXIT_FAILED
 
 
 def _test(args: argparse.Namespace) -> int:

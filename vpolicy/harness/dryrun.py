@@ -5,7 +5,7 @@ Returns results and never prints (the CLI picks a reporter). Bad input surfaces 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Sequence, TextIO
 
 from vpolicy.engine.session import SessionResult, run_session
 from vpolicy.harness import policy as policies
@@ -18,8 +18,15 @@ class DryRun:
     snapshot: ClusterSnapshot
     result: SessionResult
 
-    def document(self) -> dict[str, object]:
-        return self.result.decisions.to_document()
+    def document(self, *, explain: bool = False) -> dict[str, object]:
+        """The decision document; with `explain`, an extra `explain` section: one short reason per
+        pending pod (the conflicting rules from `harness.explain`, no fix search)."""
+        doc = self.result.decisions.to_document()
+        if explain:
+            from vpolicy.harness import explain as explainer
+
+            doc["explain"] = explainer.short_reasons(self.result)
+        return doc
 
 
 def dry_run(cluster: Sequence[str], *, policy: str | None = None, conf: str | None = None,
@@ -27,3 +34,19 @@ def dry_run(cluster: Sequence[str], *, policy: str | None = None, conf: str | No
     snapshot = load_cluster(list(cluster))
     compiled = policies.resolve(snapshot, policy=policy, conf=conf)
     return DryRun(snapshot, run_session(snapshot, compiled, now=now))
+
+
+def write_explain_table(doc: dict[str, object], out: TextIO) -> None:
+    """The `explain` section as a table after the others (`dry-run --explain --output table`)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    reasons = doc.get("explain")
+    if not isinstance(reasons, dict) or not reasons:
+        return
+    table = Table(title=f"Why pending ({len(reasons)})", title_justify="left")
+    table.add_column("pod")
+    table.add_column("conflicting rules (solver)")
+    for pod, reason in sorted(reasons.items()):
+        table.add_row(pod, str(reason))
+    Console(file=out, width=140, highlight=False, soft_wrap=False).print(table)

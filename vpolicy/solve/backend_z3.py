@@ -94,21 +94,24 @@ class Z3Backend:
             solver.assert_and_track(self.translate(term), z3.Bool(tag))
         return self._run(solver, labels)
 
+    def model_values(self, model: z3.ModelRef) -> dict[str, Any]:
+        """The values `model` gives this backend's symbols, as Python ints, floats and bools."""
+        values: dict[str, Any] = {}
+        for name, sym in self._syms.items():
+            val = model.eval(sym, model_completion=False)
+            if z3.is_int_value(val):
+                values[name] = val.as_long()
+            elif z3.is_rational_value(val):
+                values[name] = val.numerator_as_long() / val.denominator_as_long()
+            elif z3.is_true(val) or z3.is_false(val):
+                values[name] = z3.is_true(val)
+        return values
+
     def _run(self, solver: z3.Solver, labels: dict[str, ir.Label]) -> Result:
         self.calls += 1
         answer = solver.check()
         if answer == z3.sat:
-            model = solver.model()
-            values: dict[str, Any] = {}
-            for name, sym in self._syms.items():
-                val = model.eval(sym, model_completion=False)
-                if z3.is_int_value(val):
-                    values[name] = val.as_long()
-                elif z3.is_rational_value(val):
-                    values[name] = val.numerator_as_long() / val.denominator_as_long()
-                elif z3.is_true(val) or z3.is_false(val):
-                    values[name] = z3.is_true(val)
-            return Sat(values)
+            return Sat(self.model_values(solver.model()))
         if answer == z3.unsat:
             core = [labels[str(c)] for c in solver.unsat_core() if str(c) in labels]
             unique = tuple(dict.fromkeys(core))

@@ -1,0 +1,292 @@
+"""`vpolicy verify`: prove properties of a policy or conf, or find a cluster that breaks one.
+
+For every property (the built-in ones of `verify_props`, and `property` declarations of the policy and
+its rule modules), in order of strength:
+
+1. **structural**: the policy runs no action that can break it (no preempt: nobody is preempted) —
+   holds for every cluster of every size;
+2. **symbolic** (Z3, `preempt-lower-priority-only`): the policy's victim rules, combined as Volcano
+   combines them, over every candidate list of up to N+1 tasks with any attribute values — holds for
+   every cluster, whatever its size, in which a node has at most N+1 candidate victims;
+3. **search** with the exact engine over the small clusters of `verify_worlds` (at most N nodes, N
+   queues, N jobs): *every* such cluster when there are at most `worlds` of them (exhaustive), otherwise a
+   seeded sample of `worlds` clusters (then "held", not "proved").
+
+A search that breaks a property shrinks the cluster (`verify_worlds.shrink`), writes it as YAML
+(`verify_yaml`), loads that YAML back and re-runs the session to confirm `vpolicy dry-run` reproduces
+it. The search is the ground truth: it is run for every property that is not proved structurally, and
+a counterexample it finds wins over a symbolic proof (which would then point at a bug). Returns a
+`VerifyRun`; never prints.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from vpolicy.compile.lower import compile_module
+from vpolicy.engine.session import CompiledPolicy
+from vpolicy.errors import Diagnostic, PolicyError, did_you_mean
+from vpolicy.harness import explain_record, verify_props, verify_worlds, verify_yaml
+from vpolicy.harness import policy as policies
+from vpolicy.lang import load_module
+from vpolicy.load.cluster import load_cluster
+
+DEFAULT_WORLDS = 2000  # clusters tried per run when the bound has more (about 5-20 ms each)
+SHRINK_STEPS = 150
+_VALIDATED = frozenset({"node-capacity", "gang-all-or-nothing", "queue-capability", "pending-has-reason"})
+
+
+@dataclass(slots=True)
+class Counterexample:
+    violations: list[str]
+    yaml: str
+    size: tuple[int, int, int]  # nodes, queues, jobs
+    reproduced: bool
+
+
+@dataclass(slots=True)
+class PropertyResult:
+    name: str
+    origin: str  # built-in, or the declaring module's file:line
+    status: str  # proved | held | violated | unknown
+    method: str
+    ms: float = 0.0
+    counterexample: Counterexample | None = None
+    symbolic: verify_props.Symbolic | None = None
+
+
+@dataclass(slots=True)
+class VerifyRun:
+    file: str
+    bound: int
+    results: list[PropertyResult] = field(default_factory=list)
+    worlds: int = 0
+    space: int = 0
+    exhaustive: bool = False
+    search_ms: float = 0.0
+    command: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status != "violated" for r in self.results)
+
+
+@dataclass(slots=True)
+class _Property:
+    name: str
+    origin: str
+    check: verify_props.Check
+    result: PropertyResult
+    searching: bool = True
+    first_failure: verify_worlds.Spec | None = None
+    violations: list[str] = field(default_factory=list)
+
+
+def verify(file: str | None, *, properties: Sequence[str] | None = None, bound: int = 2, worlds: int | None = None,
+           seed: int = 0, now: float = 0.0, symbolic_timeout_ms: int = 10_000) -> VerifyRun:
+    """Verify `file` (a policy, a volcano-scheduler.conf, or None for Volcano's built-in conf)."""
+    if bound < 1:
+        raise PolicyError([Diagnostic("verify.bad-bound", f"--bound must be at least 1, not {bound}")])
+    policy, declared = _load(file)
+    known = {**{n: ("built-in", verify_props.builtin_check(n)) for n in verify_props.BUILTIN}, **declared}
+    wanted = list(properties) if properties else list(known)
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        raise PolicyError([Diagnostic("verify.unknown-property", f"unknown property '{n}'",
+                                      help=did_you_mean(n, sorted(known)) or f"known: {', '.join(sorted(known))}")
+                           for n in unknown])
+    limit = worlds if worlds is not None else DEFAULT_WORLDS
+    run = VerifyRun(file or "<volcano-default>", bound, space=verify_worlds.space(bound))
+    run.command = f"vpolicy dry-run --cluster CLUSTER.yaml {_policy_flag(file)}".rstrip()
+    props = [_Property(n, known[n][0], known[n][1], PropertyResult(n, known[n][0], "held", "")) for n in wanted]
+    for p in props:
+        t0 = time.perf_counter()
+        reason = verify_props.structural(p.name, policy)
+        if reason is not None:
+            p.result.status, p.result.method, p.searching = "proved", f"structural: {reason}", False
+        elif p.name == "preempt-lower-priority-only":
+            p.result.symbolic = verify_props.prove_preempt_priority(policy, candidates=bound + 1,
+                                                                    timeout_ms=symbolic_timeout_ms)
+        p.result.ms += _ms(t0)
+    _search(run, policy, [p for p in props if p.searching], bound=bound, limit=limit, seed=seed, now=now)
+    for p in props:
+        if p.searching:
+            _conclude(run, p, policy, now=now)
+    run.results = [p.result for p in props]
+    return run
+
+
+def _policy_flag(file: str | None) -> str:
+    if file is None:
+        return ""
+    return f"--policy {file}" if _is_policy(file) else f"--conf {file}"
+
+
+def _is_policy(file: str) -> bool:
+    return Path(file).suffix == ".vpol"
+
+
+def _load(file: str | None) -> tuple[CompiledPolicy, dict[str, tuple[str, verify_props.Check]]]:
+    """The compiled policy and its declared properties (from its rule modules and, for a policy file, its own)."""
+    if file is None:
+        policy = policies.resolve(None)
+    elif _is_policy(file):
+        policy = policies.from_policy_file(file)
+    else:
+        policy = policies.resolve(None, conf=file)
+    modules = [p.module for tier in policy.tiers for p in tier]
+    if file is not None and _is_policy(file):
+        modules.append(compile_module(load_module(file)))
+    declared: dict[str, tuple[str, verify_props.Check]] = {}
+    seen: set[str] = set()
+    for module in modules:
+        if module.file in seen:
+            continue
+        seen.add(module.file)
+        lets = [(name, fn) for name, _term, fn in module.session_lets]
+        for name, _term, fn, label in module.properties:
+            origin = f"{_rel(label.span.file)}:{label.span.line}"
+            declared[name] = (origin, verify_props.declared_check(fn, lets, module.name, name))
+    return policy, declared
+
+
+def _rel(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _search(run: VerifyRun, policy: CompiledPolicy, props: list[_Property], *, bound: int, limit: int, seed: int,
+            now: float) -> None:
+    if not props:
+        return
+    t0 = time.perf_counter()
+    specs, run.exhaustive = verify_worlds.worlds(bound, limit, seed)
+    for spec in specs:
+        observed = _observe(verify_worlds.build(spec), policy, now)
+        if any(p.first_failure is None and p.name in _VALIDATED for p in props):
+            observed.violations()  # the independent checker runs once per world; counted as search time
+        run.worlds += 1
+        for p in props:
+            if p.first_failure is not None:
+                continue
+            t1 = time.perf_counter()
+            found = p.check(observed)
+            p.result.ms += _ms(t1)
+            if found:
+                p.first_failure, p.violations = spec, found
+        if all(p.first_failure is not None for p in props):
+            break
+    run.search_ms = _ms(t0)
+
+
+def _observe(snapshot: Any, policy: CompiledPolicy, now: float) -> verify_props.Observed:
+    recorded = explain_record.run_recorded(snapshot, policy, now=now, watch=frozenset())
+    return verify_props.Observed(snapshot, policy, recorded, now)
+
+
+def _conclude(run: VerifyRun, p: _Property, policy: CompiledPolicy, *, now: float) -> None:
+    r = p.result
+    where = (f"all {run.worlds} clusters within bound {run.bound} (exhaustive)" if run.exhaustive
+             else f"{run.worlds} of {run.space} clusters within bound {run.bound} (sampled)")
+    if p.first_failure is not None:
+        t0 = time.perf_counter()
+        r.status = "violated"
+        r.method = f"search: a counterexample among {where}"
+        r.counterexample = _counterexample(p, policy, now=now)
+        r.ms += _ms(t0)
+        return
+    symbolic = r.symbolic
+    if symbolic is not None and symbolic.status == "proved":
+        r.status, r.method = "proved", f"{symbolic.detail}; no counterexample in {where}"
+    elif symbolic is not None and symbolic.status == "refuted":
+        r.status, r.method = "violated", (f"{symbolic.detail}; no cluster in {where} reproduced it (a larger "
+                                          "--bound or --worlds may)")
+    elif run.exhaustive:
+        r.status, r.method = "proved", f"search: no counterexample in {where}"
+    else:
+        r.status, r.method = "held", f"search: no counterexample in {where}"
+        if symbolic is not None:
+            r.method += f"; {symbolic.detail}"
+
+
+def _counterexample(p: _Property, policy: CompiledPolicy, *, now: float) -> Counterexample:
+    assert p.first_failure is not None
+
+    def fails(spec: verify_worlds.Spec) -> bool:
+        return bool(p.check(_observe(verify_worlds.build(spec), policy, now)))
+    spec = verify_worlds.shrink(p.first_failure, fails, max_steps=SHRINK_STEPS)
+    snapshot = verify_worlds.build(spec)
+    violations = p.check(_observe(snapshot, policy, now)) or p.violations
+    comment = (f"Counterexample to '{p.name}' found by vpolicy verify.\n"
+               + "".join(f"  {v}\n" for v in violations)
+               + "Reproduce: vpolicy dry-run --cluster THIS_FILE (with the same --policy or --conf)")
+    text = verify_yaml.to_yaml(snapshot, comment=comment)
+    return Counterexample(violations, text, spec.size(), _reproduces(text, p, policy, now))
+
+
+def _reproduces(text: str, p: _Property, policy: CompiledPolicy, now: float) -> bool:
+    """Load the YAML back as dry-run would and check the property fails again."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "counterexample.yaml"
+        path.write_text(text, encoding="utf-8")
+        snapshot = load_cluster([path])
+    return bool(p.check(_observe(snapshot, policy, now)))
+
+
+def write_counterexamples(run: VerifyRun, folder: str) -> list[str]:
+    out = []
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    for r in run.results:
+        if r.counterexample is not None:
+            path = Path(folder) / f"{r.name}.yaml"
+            path.write_text(r.counterexample.yaml, encoding="utf-8")
+            out.append(str(path))
+    return out
+
+
+# Rendering ------------------------------------------------------------------------------------------
+
+def to_json(run: VerifyRun) -> dict[str, object]:
+    return {
+        "file": run.file, "bound": run.bound, "ok": run.ok,
+        "search": {"worlds": run.worlds, "space": run.space, "exhaustive": run.exhaustive, "ms": run.search_ms},
+        "properties": [{
+            "name": r.name, "origin": r.origin, "status": r.status, "method": r.method, "ms": r.ms,
+            "counterexample": None if r.counterexample is None else {
+                "violations": r.counterexample.violations, "yaml": r.counterexample.yaml,
+                "nodes": r.counterexample.size[0], "queues": r.counterexample.size[1],
+                "jobs": r.counterexample.size[2], "reproduced": r.counterexample.reproduced},
+        } for r in run.results],
+    }
+
+
+def format_text(run: VerifyRun) -> str:
+    lines = [f"verify {run.file} (bound {run.bound}: at most {run.bound} nodes, queues and jobs; "
+             f"{'all' if run.exhaustive else 'sampled'} {run.worlds} of {run.space} clusters searched in "
+             f"{run.search_ms / 1000:.1f} s)"]
+    width = max(len(r.name) for r in run.results) if run.results else 0
+    for r in run.results:
+        lines.append(f"  {r.status.upper():9} {r.name.ljust(width)}  {r.ms:9.1f} ms  {r.method}"
+                     + (f"  [{r.origin}]" if r.origin != "built-in" else ""))
+    for r in run.results:
+        if r.counterexample is not None:
+            ce = r.counterexample
+            lines.append("")
+            lines.append(f"counterexample to {r.name} ({ce.size[0]} nodes, {ce.size[1]} queues, {ce.size[2]} jobs; "
+                         f"{'reproduced' if ce.reproduced else 'NOT reproduced'} from the YAML):")
+            lines += [f"  {v}" for v in ce.violations]
+            lines.append(f"  reproduce: {run.command}")
+            lines.append("---")
+            lines.append(ce.yaml.rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 3)

@@ -1,0 +1,111 @@
+"""Groups of labelled constraints, solved with assumptions, and their minimal unsat cores.
+
+`explain` needs more than `Z3Backend.check`: a rule instance (one predicate rule on one node class, one
+queue's allocatable check with its numbers) is a *group* of constraints that stands or falls together,
+and the user wants the smallest set of groups that still conflict. Each group is asserted as
+`indicator -> And(group)`, checked under assumptions, and the core Z3 returns is shrunk by deletion
+(drop one group, re-check; keep it dropped while the rest stays unsat) until every group left is needed.
+
+`Unknown` (a timeout included) is never read as `Unsat`: a deletion check that comes back unknown keeps
+its group and marks the core as not proved minimal; a first check that comes back unknown is returned
+as `Unknown`. This module knows nothing of scheduling: groups come from `compile.encode_*`.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import z3
+
+from vpolicy.compile import ir
+from vpolicy.solve.backend_z3 import Z3Backend
+from vpolicy.solve.result import Result, Sat, Unknown, Unsat
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Constraints that belong to one rule instance; they enter or leave a core together."""
+
+    label: ir.Label
+    terms: tuple[ir.Term, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CoreResult:
+    """The outcome of `minimal_core`: `result` is Sat, Unknown, or Unsat with the kept groups' labels;
+    `minimal` says every label in the core was shown necessary (no deletion check came back unknown)."""
+
+    result: Result
+    groups: tuple[Group, ...] = ()
+    minimal: bool = False
+    checks: int = 0
+    ms: float = 0.0
+
+
+class GroupSolver:
+    """One Z3 solver over fixed groups; each check picks the groups that are on by assumption."""
+
+    def __init__(self, backend: Z3Backend, groups: Sequence[Group], *, hard: Sequence[ir.Term] = (),
+                 timeout_ms: int = 1000):
+        self.backend = backend
+        self.groups = list(groups)
+        self.solver = z3.Solver()
+        self.solver.set("timeout", timeout_ms)
+        for term in hard:  # domain constraints (counts are >= 0): always on, never in a core
+            self.solver.add(backend.translate(term))
+        self.indicators: list[z3.BoolRef] = []
+        for i, group in enumerate(self.groups):
+            flag = z3.Bool(f"g{i}|{group.label.rule_id}")
+            self.indicators.append(flag)
+            body = z3.And(*(backend.translate(t) for t in group.terms)) if group.terms else z3.BoolVal(True)
+            self.solver.add(z3.Implies(flag, body))
+        self.checks = 0
+
+    def check(self, active: Sequence[int]) -> tuple[Result, list[int]]:
+        """Solve with the groups `active` on; on Unsat also return the indices in Z3's core."""
+        self.checks += 1
+        self.backend.calls += 1
+        answer = self.solver.check(*(self.indicators[i] for i in active))
+        if answer == z3.sat:
+            return Sat(self.backend.model_values(self.solver.model())), []
+        if answer == z3.unsat:
+            names = {str(c) for c in self.solver.unsat_core()}
+            core = [i for i in active if str(self.indicators[i]) in names]
+            return Unsat(tuple(self.groups[i].label for i in core)), core
+        return Unknown(self.solver.reason_unknown() or "unknown"), []
+
+
+def minimal_core(backend: Z3Backend, groups: Sequence[Group], *, hard: Sequence[ir.Term] = (),
+                 timeout_ms: int = 1000, drop_first: Sequence[int] = ()) -> CoreResult:
+    """Solve all groups together; when they conflict, shrink Z3's core to a minimal one by deletion.
+
+    Several minimal cores may exist (a task blocked both by its queue and by full nodes); deletion is
+    tried first on the groups listed in `drop_first` (in that order), so the core keeps the others when
+    it can: callers list the groups they would rather not show."""
+    started = time.perf_counter()
+    gs = GroupSolver(backend, groups, hard=hard, timeout_ms=timeout_ms)
+    result, core = gs.check(range(len(gs.groups)))  # type: ignore[arg-type]  # reason: range is a Sequence[int]
+    if not isinstance(result, Unsat):
+        return CoreResult(result, checks=gs.checks, ms=_ms(started))
+    minimal = True
+    rank = {g: i for i, g in enumerate(drop_first)}
+    # With a preference, start from every group (Z3's first core may have missed the preferred ones);
+    # each successful deletion shrinks to the solver's core again, so this stays a few checks.
+    kept = sorted(range(len(gs.groups)) if rank else core, key=lambda g: (rank.get(g, len(rank)), g))
+    i = 0
+    while i < len(kept):
+        trial = kept[:i] + kept[i + 1:]
+        answer, smaller = gs.check(trial)
+        if isinstance(answer, Unsat):
+            kept = [k for k in trial if k in set(smaller)] or trial
+            continue  # groups before i stay (a necessary group is in every core of a subset)
+        if isinstance(answer, Unknown):
+            minimal = False
+        i += 1
+    chosen = tuple(gs.groups[k] for k in sorted(kept))
+    return CoreResult(Unsat(tuple(g.label for g in chosen)), chosen, minimal, gs.checks, _ms(started))
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
