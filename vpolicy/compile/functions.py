@@ -7,6 +7,7 @@ decision is made here; `policies/` decides.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Iterable, Mapping
 
 from vpolicy.compile import devices
@@ -118,54 +119,57 @@ def water_fill(queues: list[Any], cluster_total: Resources, caps: Mapping[Any, R
     """Proportion's deserved: split `cluster_total` by weight, clamped to capability and request, raised
     to guarantee, repeated over unmet queues until nothing is left to give (reference §8).
 
-    Arithmetic is exact (fractions) and the result is rounded down to whole units, which keeps every
-    `allocated + request <= deserved` test identical to Volcano's for integer requests.
+    The arithmetic is Volcano's: float64 with its 0.1-milli-unit epsilon. That matters for termination
+    (exact fractions can approach a clamp geometrically for ever; floats stop moving) and for results.
+    Each deserved value d is returned as the integer floor(d + 0.1), so `x <= deserved` for an integer
+    request x answers as Volcano's epsilon comparison does.
     """
-    from fractions import Fraction
+    eps = 0.1
 
-    def fmin(a: dict[str, Fraction], b: Mapping[str, int], unlimited_missing: bool) -> dict[str, Fraction]:
+    def clamp(a: dict[str, float], b: Mapping[str, int], *, unlimited_missing: bool) -> dict[str, float]:
         out = {}
         for k in set(a) | set(b):
             if k not in b and unlimited_missing:
-                out[k] = a.get(k, Fraction(0))
+                out[k] = a.get(k, 0.0)
             else:
-                out[k] = min(a.get(k, Fraction(0)), Fraction(b.get(k, 0)))
+                out[k] = min(a.get(k, 0.0), float(b.get(k, 0)))
         return out
 
-    deserved: dict[Any, dict[str, Fraction]] = {q: {} for q in queues}
+    deserved: dict[Any, dict[str, float]] = {q: {} for q in queues}
     met: set[Any] = set()
-    remaining = {k: Fraction(v) for k, v in cluster_total.items()}
-    while True:
+    remaining = {k: float(v) for k, v in cluster_total.items()}
+    for _ in range(10_000):  # a guard only: float arithmetic reaches a fixed point long before
         active = [q for q in queues if q not in met]
         weight = sum(q.weight for q in active)
         if weight == 0:
             break
         old_remaining = dict(remaining)
-        increased: dict[str, Fraction] = {}
-        decreased: dict[str, Fraction] = {}
+        increased: dict[str, float] = {}
+        decreased: dict[str, float] = {}
         for q in active:
             old = dict(deserved[q])
-            new = {k: old.get(k, Fraction(0)) + v * q.weight / weight for k, v in remaining.items()}
-            new = fmin(new, caps.get(q, ZERO), unlimited_missing=True) if q in caps else new
-            new = fmin(new, requests.get(q, ZERO), unlimited_missing=False)
+            new = {k: old.get(k, 0.0) + v * q.weight / weight for k, v in remaining.items()}
+            if q in caps:
+                new = clamp(new, caps[q], unlimited_missing=True)
+            new = clamp(new, requests.get(q, ZERO), unlimited_missing=False)
             for k, v in q.guarantee.items():
-                new[k] = max(new.get(k, Fraction(0)), Fraction(v))
+                new[k] = max(new.get(k, 0.0), float(v))
             deserved[q] = new
             request = requests.get(q, ZERO)
-            if all(request.get(k, 0) <= new.get(k, 0) for k in request) or new == old:
+            if all(request.get(k, 0) < new.get(k, 0.0) + eps for k in request) or new == old:
                 met.add(q)
             for k in set(new) | set(old):
-                d = new.get(k, Fraction(0)) - old.get(k, Fraction(0))
+                d = new.get(k, 0.0) - old.get(k, 0.0)
                 if d > 0:
-                    increased[k] = increased.get(k, Fraction(0)) + d
+                    increased[k] = increased.get(k, 0.0) + d
                 elif d < 0:
-                    decreased[k] = decreased.get(k, Fraction(0)) - d
+                    decreased[k] = decreased.get(k, 0.0) - d
         for k in set(remaining) | set(increased) | set(decreased):
-            remaining[k] = remaining.get(k, Fraction(0)) - increased.get(k, Fraction(0)) + decreased.get(k, Fraction(0))
-        empty = all(v < Fraction(1, 10) for k, v in remaining.items() if k != PODS)
+            remaining[k] = remaining.get(k, 0.0) - increased.get(k, 0.0) + decreased.get(k, 0.0)
+        empty = all(v < eps for k, v in remaining.items() if k != PODS)
         if empty or remaining == old_remaining:
             break
-    return {q: Resources({k: int(v) for k, v in d.items()}) for q, d in deserved.items()}
+    return {q: Resources({k: int(math.floor(v + eps)) for k, v in d.items()}) for q, d in deserved.items()}
 
 
 def _argument_placeholder(key: str, default: float) -> float:  # replaced per module at lowering time

@@ -20,6 +20,9 @@ from vpolicy.solve.result import Sat, Unsat
 from vpolicy.source import Span
 
 _BUILTIN = Span("<engine>", 0, 0)
+# Z3 resource units per check: deterministic, unlike a timeout; a gang of a few task classes over a few
+# node classes needs far less, and a check that runs out says Unknown, which adds nothing.
+RLIMIT = 2_000_000
 CAPACITY = ir.Label("engine.node-capacity", _BUILTIN, "request <= FutureIdle on every node")
 
 
@@ -31,9 +34,11 @@ class Verdict:
 
 
 def check_unplaced_gangs(state: SessionState, runtime: Runtime, backend: Z3Backend, *,
-                         budget_s: float = 0.2, max_jobs: int = 50) -> list[Verdict]:
+                         budget_s: float = 0.2, max_jobs: int = 20) -> list[Verdict]:
+    """At most `max_jobs` checks, each bounded by Z3's deterministic resource limit (so the same snapshot
+    always gets the same answers); `budget_s` is only a wall-clock backstop."""
     verdicts: list[Verdict] = []
-    deadline = time.perf_counter() + budget_s
+    deadline = time.perf_counter() + max(budget_s, 1.0)
     gang_rule = next((r for r in runtime._rules("job_ready")), None)
     gang_label = gang_rule.label if gang_rule else ir.Label("engine.min-available", _BUILTIN)
     pred_rule = next((r for r in runtime._rules("predicate")), None)
@@ -53,9 +58,10 @@ def check_unplaced_gangs(state: SessionState, runtime: Runtime, backend: Z3Backe
         constraints = encode_gang.encode(job.key, tasks, nodes, need, gang_label=gang_label,
                                          capacity_label=CAPACITY, predicate_label=pred_label)
         remaining_ms = max(1, int((deadline - time.perf_counter()) * 1000))
-        result = backend.check(constraints, timeout_ms=remaining_ms)
+        result = backend.check(constraints, timeout_ms=remaining_ms, rlimit=RLIMIT)
         if isinstance(result, Unsat):
-            verdicts.append(Verdict(job.key, False, tuple(f"{l.rule_id} ({l.location})" for l in result.core)))
+            core = sorted({f"{l.rule_id} ({l.location})" for l in result.core})
+            verdicts.append(Verdict(job.key, False, tuple(core)))
         elif isinstance(result, Sat):
             verdicts.append(Verdict(job.key, True, ()))
     return verdicts

@@ -40,10 +40,11 @@ class SessionResult:
 
 
 def run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float = 0.0,
-                solver_budget_s: float = 0.1) -> SessionResult:
-    """Run one session. `solver_budget_s` bounds the post-action gang feasibility checks (0 = none)."""
+                solver_budget_s: float = 0.1, scheduler_names: tuple[str, ...] = ("volcano",)) -> SessionResult:
+    """Run one session. `solver_budget_s` bounds the post-action gang feasibility checks (0 = none);
+    pending pods are scheduled when their schedulerName is one of `scheduler_names` (or unset)."""
     started = time.perf_counter()
-    state = SessionState(snapshot)
+    state = SessionState(snapshot, scheduler_names=scheduler_names)
     runtime = Runtime(policy.tiers, state, now=now)
     outcome = Outcome()
     ctx = ActionContext(runtime, state, Placement(runtime, state), outcome, policy.actions)
@@ -83,39 +84,45 @@ def close_session(ctx: ActionContext) -> Decisions:
         d.evictions.append(Eviction(op.task.key, op.action, op.for_job, op.rule))
     for job in state.jobs.values():
         ready = rt.job_ready(job)
-        d.podgroups[job.key] = _podgroup_status(job, ready, ctx)
+        status = _podgroup_status(job, ready, ctx)
+        d.podgroups[job.key] = status
+        gang_message = next((c["message"] for c in status.conditions if c["type"] == "Unschedulable"), "")
         for task in job.tasks:
             if task.status is TaskStatus.PENDING and not task.evicted:
-                d.unschedulable[task.key] = _reasons(ctx, job, task.uid)
+                d.unschedulable[task.key] = _reasons(ctx, job, task.uid, gang_message)
+            elif task.status is TaskStatus.ALLOCATED:
+                # placed by a statement that was neither committed nor discarded (a pipelined gang):
+                # it holds the node's resources this session but is not bound (reference §4.2)
+                d.unschedulable[task.key] = [
+                    f"held on {task.node_name} for its gang, which is pipelined but not ready: not bound "
+                    "this session"]
     for queue in state.queues.values():
-        tree = [queue, *_descendants(queue)]
-        allocated = sum((q.allocated for q in tree), start=queue.allocated - queue.allocated)
+        tree = [queue, *queue.descendants()]
         counts = Counter(j.phase for q in tree for j in q.jobs)
         d.queues[queue.name] = {
             "state": queue.state,
-            "allocated": allocated.to_dict(),
+            "allocated": queue.tree_allocated.to_dict(),
             **{k.lower(): counts.get(k, 0) for k in ("Pending", "Inqueue", "Running", "Unknown", "Completed")},
         }
     return d
 
 
-def _descendants(queue):  # type: ignore[no-untyped-def]  # reason: recursive over QueueInfo
-    for child in queue.children:
-        yield child
-        yield from _descendants(child)
-
-
-def _reasons(ctx: ActionContext, job: JobInfo, uid: str) -> list[str]:
+def _reasons(ctx: ActionContext, job: JobInfo, uid: str, gang_message: str) -> list[str]:
+    """Why a task is still pending: its own fit errors, else its job's reason (as Volcano records the
+    job's fit-error message on tasks that have none of their own), plus what the solver proved."""
     errors = ctx.fit_errors.get(uid)
     note = ctx.solver_notes.get(job.key)
     if errors is not None:
-        return [errors.text(), note] if note else [errors.text()]
-    reason = ctx.job_reasons.get(job.key)
-    if reason:
-        return [reason]
-    if job.phase == PodGroupPhase.PENDING.value:
-        return ["podgroup is Pending: not enqueued"]
-    return ["not scheduled in this session: the job's gang or queue stopped before this task"]
+        first = errors.text()
+    elif ctx.job_reasons.get(job.key):
+        first = ctx.job_reasons[job.key]
+    elif job.phase == PodGroupPhase.PENDING.value:
+        first = "podgroup is Pending: not enqueued"
+    elif gang_message:
+        first = gang_message
+    else:
+        first = "not scheduled in this session: its job placed other tasks this turn (one task per turn once ready)"
+    return [first, note] if note else [first]
 
 
 def _podgroup_status(job: JobInfo, ready: bool, ctx: ActionContext) -> PodGroupStatus:

@@ -83,10 +83,14 @@ class Z3Backend:
         raise SolverError(f"term {type(t).__name__} is evaluated exactly, not by the solver")
 
     # solving -------------------------------------------------------------------------------------
-    def check(self, constraints: Iterable[tuple[ir.Label, ir.Term]], *, timeout_ms: int | None = None) -> Result:
-        """Solve the labelled constraints together; unsat cores come back as labels."""
+    def check(self, constraints: Iterable[tuple[ir.Label, ir.Term]], *, timeout_ms: int | None = None,
+              rlimit: int | None = None) -> Result:
+        """Solve the labelled constraints together; unsat cores come back as labels. `rlimit` bounds
+        Z3's work deterministically (a timeout depends on the machine's load)."""
         solver = z3.Solver()
         solver.set("timeout", timeout_ms if timeout_ms is not None else self.timeout_ms)
+        if rlimit is not None:
+            solver.set("rlimit", rlimit)
         labels: dict[str, ir.Label] = {}
         for i, (label, term) in enumerate(constraints):
             tag = f"c{i}|{label.rule_id}"
