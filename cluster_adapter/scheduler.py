@@ -187,7 +187,8 @@ class Scheduler:
             snapshot = self.cache.snapshot()
             for warning in snapshot.warnings:
                 log.debug("snapshot: %s", warning)
-            result = vpolicy.run_session(snapshot, self.policy.get(), now=self.wall())
+            result = vpolicy.run_session(snapshot, self.policy.get(), now=self.wall(),
+                                         scheduler_names=(self.settings.scheduler_name,))
         except Exception:  # noqa: BLE001  # reason: one failed session must not end the scheduler
             log.exception("session failed")
             self.metrics.sessions.labels(result="error").inc()
