@@ -26,7 +26,7 @@ from cluster_adapter.controllers.events import Recorder
 from cluster_adapter.controllers.options import ManagerSettings, Options
 from cluster_adapter.controllers.store import Store
 from cluster_adapter.kube import retry
-from cluster_adapter.kube.client import APIError, APINotFound, KubeClient, Resource
+from cluster_adapter.kube.client import APINotFound, KubeClient, Resource
 from cluster_adapter.kube.informers import Informer
 from cluster_adapter.kube.leader import LeaderElector
 
@@ -150,4 +150,4 @@ def _union(groups: Sequence[tuple[Resource, ...]] | object) -> tuple[Resource, .
     return tuple(seen.values())
 
 
-__all__ = ["APIError", "ControllerManager", "EXIT_BAD_INPUT", "EXIT_LOST_LEASE", "EXIT_OK"]
+__all__ = ["ControllerManager", "EXIT_BAD_INPUT", "EXIT_LOST_LEASE", "EXIT_OK"]

@@ -127,7 +127,7 @@ class QueueController(Controller):
         elif state == CLOSING and not groups:
             state = CLOSED
         desired["state"] = state
-        changes = {k: v for k, v in desired.items() if status.get(k, 0 if k != "state" else "") != v}
+        changes = {k: v for k, v in desired.items() if k not in status or status[k] != v}
         if changes:
             api.patch(QUEUES, "", queue_name, {"status": changes}, subresource="status")
 

@@ -8,9 +8,10 @@ version, the way client-go's informers call `AddFunc/UpdateFunc/DeleteFunc`. Con
 calls into work-queue requests; they never act inside a handler.
 
 An update whose resourceVersion equals the held one is not a change (a resync, or the watch echoing
-a write we already recorded). `record` stores the answer of our own write without calling handlers
-(Volcano's `cache.Update(newJob)` after `UpdateStatus`), and `mark_deleting` shows an object we
-deleted as terminating until the watch or the next list removes it.
+a write we already recorded). `record` stores the answer of our own write at once (Volcano's
+`cache.Update(newJob)` after `UpdateStatus`) and tells the handlers, as the watch would a moment
+later; `mark_deleting` shows an object we deleted as terminating until the watch or the next list
+removes it (and then the handlers hear of the deletion).
 
 Readers get deep copies: controllers build new objects from them freely.
 """
@@ -99,14 +100,19 @@ class Store:
         return self.list(resource, namespace, owned)
 
     def record(self, resource: str, obj: dict[str, Any]) -> None:
-        """Our own write's answer: kept unless a newer version is held; no handler is called."""
+        """Our own write's answer, stored at once (so the next read sees it) and handed to the handlers
+        as the watch would hand it — every controller hears of it, the writer too, as with client-go.
+        Kept only if newer than what is held; the watch's echo of it later is then no change."""
         if not obj.get("metadata"):
             return
         with self._lock:
             store = self._objects.setdefault(resource, {})
             held = store.get(key_of(obj))
-            if held is None or _rv(obj) >= _rv(held):
-                store[key_of(obj)] = obj
+            if held is not None and _rv(obj) <= _rv(held):
+                return
+            store[key_of(obj)] = obj
+            change = ("MODIFIED" if held is not None else "ADDED", obj, held)
+        self._notify(resource, [change])
 
     def mark_deleting(self, resource: str, namespace: str, name: str, now: float) -> None:
         with self._lock:
