@@ -80,50 +80,58 @@ class _World:
     podgroups: Mapping[str, PodGroup]
     queues: Mapping[str, Queue]
     snapshot: ClusterSnapshot
-    members: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)  # podgroup key -> its pods
+    schedulers: frozenset[str]  # schedulerNames the session schedules for ("" = unwritten = ours)
+    members: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)  # podgroup key -> its tasks
 
     @classmethod
-    def of(cls, snapshot: ClusterSnapshot) -> "_World":
+    def of(cls, snapshot: ClusterSnapshot, schedulers: Collection[str]) -> "_World":
+        names = frozenset({"", *schedulers})
         podgroups = {pg.key: pg for pg in snapshot.podgroups}
         members: dict[str, list[Pod]] = {}
         for pod in snapshot.pods:
             group = _group_key(pod)
-            if group in podgroups:
+            if pod.group and group in podgroups and (pod.node_name or pod.scheduler_name in names):
                 members.setdefault(group, []).append(pod)
         return cls(pods={p.key: p for p in snapshot.pods}, nodes={n.name: n for n in snapshot.nodes},
                    podgroups=podgroups, queues={q.name: q for q in snapshot.queues}, snapshot=snapshot,
-                   members={k: tuple(v) for k, v in members.items()})
+                   schedulers=names, members={k: tuple(v) for k, v in members.items()})
 
     def podgroup_of(self, pod: Pod) -> PodGroup | None:
         return self.podgroups.get(_group_key(pod)) if pod.group else None
 
+    def ours(self, pod: Pod) -> bool:
+        """The session schedules this pod: its schedulerName is one of ours (reference §1)."""
+        return pod.scheduler_name in self.schedulers
+
 
 def validate(snapshot: ClusterSnapshot, document: Mapping[str, object], *,
              conf_actions: Collection[str] | None = None, gang: bool = True,
-             priority_victims: bool = False) -> list[Violation]:
+             priority_victims: bool = False, scheduler_names: Collection[str] = ("volcano",)) -> list[Violation]:
     """Every invariant `document` breaks for `snapshot`, in check order; [] when it is sound.
 
     `conf_actions`: the configured actions; an eviction by an action not among them is a violation
     (None: any of preempt, reclaim, shuffle). `gang`: check gang all-or-nothing (the gang plugin is on).
     `priority_victims`: a preempt victim from another job must have a lower job priority than the
     preemptor's job (true when the priority plugin alone decides preempt victims, as with the Helm tiers).
+    `scheduler_names`: the schedulerNames the session acts for (a pod with none written counts as ours);
+    other schedulers' pods are never placed and need no reason, but still take node resources.
     """
-    world = _World.of(snapshot)
+    world = _World.of(snapshot, scheduler_names)
     decided = _read(document)
     found: list[Violation] = []
-    found += check_placements(world, decided)
-    found += check_evictions(world, decided, conf_actions=conf_actions, priority_victims=priority_victims)
-    found += check_nodes(world, decided)
+    found += _check_placements(world, decided)
+    found += _check_evictions(world, decided, conf_actions=conf_actions, priority_victims=priority_victims)
+    found += _check_nodes(world, decided)
     if gang:
-        found += check_gangs(world, decided)
-    found += check_queues(world, decided)
-    found += check_reasons(world, decided)
+        found += _check_gangs(world, decided)
+    found += _check_queues(world, decided)
+    found += _check_reasons(world, decided)
     return found
 
 
 # Placements ------------------------------------------------------------------------------------------
 
-def check_placements(world: _World, decided: _Decided) -> list[Violation]:
+def _check_placements(world: _World, decided: _Decided) -> list[Violation]:
     """Bound and pipelined pods exist, were Pending in a podgroup, target Ready nodes, and are placed once."""
     found: list[Violation] = []
     for kind, placements in (("bound", decided.binds), ("pipelined", decided.pipelined)):
@@ -148,6 +156,9 @@ def _placement_problems(world: _World, key: str, node_name: str, kind: str) -> l
     if world.podgroup_of(pod) is None:
         found.append(Violation("placement.no-podgroup",
                                f"{kind} pod {key} belongs to no podgroup of the snapshot", key))
+    if not world.ours(pod):
+        found.append(Violation("placement.other-scheduler",
+                               f"{kind} pod {key} is for scheduler '{pod.scheduler_name}', not this one", key))
     node = world.nodes.get(node_name)
     if node is None:
         found.append(Violation("placement.unknown-node", f"pod {key} is {kind} to unknown node {node_name}", key))
@@ -159,7 +170,7 @@ def _placement_problems(world: _World, key: str, node_name: str, kind: str) -> l
 
 # Evictions -------------------------------------------------------------------------------------------
 
-def check_evictions(world: _World, decided: _Decided, *, conf_actions: Collection[str] | None = None,
+def _check_evictions(world: _World, decided: _Decided, *, conf_actions: Collection[str] | None = None,
                     priority_victims: bool = False) -> list[Violation]:
     """Each victim is evicted once, was running on a node, and was taken as preempt or reclaim allow."""
     allowed = EVICTION_ACTIONS if conf_actions is None else EVICTION_ACTIONS & set(conf_actions)
@@ -198,7 +209,8 @@ def _eviction_problems(world: _World, decided: _Decided, eviction: Mapping[str, 
         found.append(Violation("eviction.unknown-podgroup", f"{action} of {key}: {missing} is not in the snapshot",
                                key))
         return found
-    if not any(decided.pipelined.get(p.key) == victim.node_name for p in world.members.get(for_job, ())):
+    if victim.node_name and not any(decided.pipelined.get(p.key) == victim.node_name
+                                    for p in world.members.get(for_job, ())):
         found.append(Violation("eviction.no-preemptor-placed",
                                f"{action} of {key} on {victim.node_name} for {for_job}, but no pod of {for_job} "
                                f"is pipelined onto {victim.node_name}", key))
@@ -239,7 +251,7 @@ def _reclaim_problems(world: _World, key: str, victim_pg: PodGroup, preemptor_pg
 
 # Nodes -----------------------------------------------------------------------------------------------
 
-def check_nodes(world: _World, decided: _Decided) -> list[Violation]:
+def _check_nodes(world: _World, decided: _Decided) -> list[Violation]:
     """Binds fit each node's Idle; binds plus pipelined pods fit its FutureIdle (every dimension, pods too)."""
     occupants: dict[str, list[Pod]] = {}
     for pod in world.pods.values():
@@ -252,7 +264,7 @@ def check_nodes(world: _World, decided: _Decided) -> list[Violation]:
     for name in sorted(set(bound) | set(pipelined)):
         node = world.nodes.get(name)
         if node is None:
-            continue  # reported by check_placements
+            continue  # reported by _check_placements
         here = occupants.get(name, [])
         used = total(p.resreq for p in here)
         staying = total(p.resreq for p in here if p.status is not TaskStatus.RELEASING and p.key not in evicted)
@@ -282,43 +294,33 @@ def _over(code: str, node: Node, demand: Resources, what: str) -> Violation:
 
 # Gangs -----------------------------------------------------------------------------------------------
 
-def check_gangs(world: _World, decided: _Decided) -> list[Violation]:
-    """A podgroup that got binds reaches minMember counting ready and newly bound tasks (plus pending
-    best-effort ones, as gang's JobReady does); one that got pipelined pods, counting those too."""
+def _check_gangs(world: _World, decided: _Decided) -> list[Violation]:
+    """A podgroup that got binds reaches minMember on totals: tasks ready before the session plus newly
+    bound ones, plus pending best-effort ones (gang's JobReady counts them, backfill places them later).
+
+    Evictions are not subtracted (a later action may evict members of a gang bound earlier). Pipelined
+    gangs are not checked: a gang that ends only pipelined keeps its other placements Allocated but
+    unbound (reference §4.2, §18.6), and the document does not list those (see docs/validator.md)."""
     placed = decided.placed()
     found: list[Violation] = []
     for pg_key, pods in sorted(world.members.items()):
         pg = world.podgroups[pg_key]
-        ready = sum(1 for p in pods if p.status in READY_STATUSES)
         bound = sum(1 for p in pods if p.key in decided.binds)
-        pipelined = sum(1 for p in pods if p.key in decided.pipelined)
+        if not bound:
+            continue
+        ready = sum(1 for p in pods if p.status in READY_STATUSES)
         best_effort = sum(1 for p in pods if p.status is TaskStatus.PENDING and p.key not in placed
                           and p.resreq.is_empty())
-        if bound and ready + bound + best_effort < pg.min_member:
+        if ready + bound + best_effort < pg.min_member:
             found.append(Violation("gang.bound-below-min-member",
                                    f"podgroup {pg_key} has {bound} pods bound but only {ready + bound} ready "
                                    f"(+{best_effort} pending best-effort) of minMember {pg.min_member}", pg_key))
-        if pipelined and not _preempted_own_job(world, decided, pg_key) \
-                and ready + bound + pipelined + best_effort < pg.min_member:
-            found.append(Violation("gang.pipelined-below-min-member",
-                                   f"podgroup {pg_key} has {pipelined} pods pipelined but ready + bound + "
-                                   f"pipelined is {ready + bound + pipelined} (+{best_effort} pending "
-                                   f"best-effort) of minMember {pg.min_member}", pg_key))
     return found
-
-
-def _preempted_own_job(world: _World, decided: _Decided, pg_key: str) -> bool:
-    """Preemption inside one job (reference §4.3 phase B) pipelines task by task, gang or not."""
-    for eviction in decided.evictions:
-        victim = world.pods.get(eviction.get("pod", ""))
-        if eviction.get("for") == pg_key and victim is not None and _group_key(victim) == pg_key:
-            return True
-    return False
 
 
 # Queues ----------------------------------------------------------------------------------------------
 
-def check_queues(world: _World, decided: _Decided) -> list[Violation]:
+def _check_queues(world: _World, decided: _Decided) -> list[Violation]:
     """A queue with a capability stays within it, after the session, on every dimension the capability
     names and this session's placements in the queue request (pods never; cpu/memory <= 0 = unlimited)."""
     placed = decided.placed()
@@ -350,7 +352,7 @@ def _limited_dims(capability: Resources) -> set[str]:
 
 # Reasons ---------------------------------------------------------------------------------------------
 
-def check_reasons(world: _World, decided: _Decided) -> list[Violation]:
+def _check_reasons(world: _World, decided: _Decided) -> list[Violation]:
     """Every podgroup pod still Pending has a non-empty list of reasons; placed pods have none."""
     placed = decided.placed()
     found: list[Violation] = []
