@@ -238,8 +238,6 @@ IN_MISSING_QUEUE = snapshot(
 )
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="engine bug: pods of a podgroup in a missing queue get no reason (see IN_MISSING_QUEUE)")
 @pytest.mark.parametrize("setup", SETUPS)
 def test_a_pod_whose_podgroup_has_no_queue_says_why(setup: Setup) -> None:
     assert violations(IN_MISSING_QUEUE, setup, "pending") == []

@@ -22,7 +22,10 @@ from vpolicy.source import Span
 _BUILTIN = Span("<engine>", 0, 0)
 # Z3 resource units per check: deterministic, unlike a timeout; a gang of a few task classes over a few
 # node classes needs far less, and a check that runs out says Unknown, which adds nothing.
-RLIMIT = 2_000_000
+RLIMIT = 500_000
+# Above this many node classes the aggregated encoding stops being small; the proof is skipped (a
+# cluster with unique labels per node has one class per node).
+MAX_NODE_CLASSES = 64
 CAPACITY = ir.Label("engine.node-capacity", _BUILTIN, "request <= FutureIdle on every node")
 
 
@@ -44,6 +47,8 @@ def check_unplaced_gangs(state: SessionState, runtime: Runtime, backend: Z3Backe
     pred_rule = next((r for r in runtime._rules("predicate")), None)
     pred_label = pred_rule.label if pred_rule else ir.Label("engine.predicates", _BUILTIN)
     node_groups = _node_groups(list(state.nodes.values()))
+    if len(node_groups) > MAX_NODE_CLASSES:
+        return verdicts
     for job in state.jobs.values():
         if len(verdicts) >= max_jobs or time.perf_counter() > deadline:
             break

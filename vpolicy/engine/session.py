@@ -96,6 +96,7 @@ def close_session(ctx: ActionContext) -> Decisions:
                 d.unschedulable[task.key] = [
                     f"held on {task.node_name} for its gang, which is pipelined but not ready: not bound "
                     "this session"]
+    _orphan_reasons(state, d)
     for queue in state.queues.values():
         tree = [queue, *queue.descendants()]
         counts = Counter(j.phase for q in tree for j in q.jobs)
@@ -105,6 +106,20 @@ def close_session(ctx: ActionContext) -> Decisions:
             **{k.lower(): counts.get(k, 0) for k in ("Pending", "Inqueue", "Running", "Unknown", "Completed")},
         }
     return d
+
+
+def _orphan_reasons(state: SessionState, d: Decisions) -> None:
+    """Pending pods that name a podgroup the session has no job for: say why Volcano skips them."""
+    podgroups = {pg.key: pg for pg in state.snapshot.podgroups}
+    for task in state.other_pods:
+        pod = task.pod
+        if not pod.group or pod.node_name or task.status is not TaskStatus.PENDING:
+            continue
+        pg = podgroups.get(f"{pod.namespace}/{pod.group}")
+        if pg is None:
+            d.unschedulable[pod.key] = [f"podgroup {pod.namespace}/{pod.group} does not exist"]
+        elif pg.queue not in state.queues:
+            d.unschedulable[pod.key] = [f"queue {pg.queue!r} of podgroup {pg.key} does not exist"]
 
 
 def _reasons(ctx: ActionContext, job: JobInfo, uid: str, gang_message: str) -> list[str]:

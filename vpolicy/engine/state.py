@@ -87,6 +87,7 @@ class JobInfo:
         self.creation = pg.creation
         self.tasks: list[TaskInfo] = []
         self.counts: dict[TaskStatus, int] = {}
+        self.ready = 0  # tasks in READY_STATUSES, kept by track()
         self.pending_be = 0
         self.allocated: Resources = ZERO
         self.fit_errors: dict[str, dict[str, str]] = {}  # task key -> node -> reason
@@ -100,13 +101,16 @@ class JobInfo:
         return sum(self.counts.get(s, 0) for s in set(statuses))
 
     def track(self, task: TaskInfo, delta: int) -> None:
-        self.counts[task.status] = self.counts.get(task.status, 0) + delta
-        if task.best_effort and task.status is TaskStatus.PENDING:
+        status = task.status
+        self.counts[status] = self.counts.get(status, 0) + delta
+        if status in READY_STATUSES:
+            self.ready += delta
+        if task.best_effort and status is TaskStatus.PENDING:
             self.pending_be += delta
 
     @property
     def ready_count(self) -> int:
-        return self.count(READY_STATUSES)
+        return self.ready
 
     @property
     def pipelined_count(self) -> int:
