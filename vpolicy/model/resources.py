@@ -10,7 +10,7 @@ not parse quantities (see `quantity`).
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -24,11 +24,18 @@ def milli_scaled(name: str) -> bool:
     return name not in _NATURAL_UNIT
 
 
-class Resources:
+if TYPE_CHECKING:
+    _MappingBase = Mapping[str, int]
+else:
+    _MappingBase = object
+
+
+class Resources(_MappingBase):
     """An immutable mapping resource-name -> int; zero entries are dropped so equality is by content.
 
-    A plain class registered as a `Mapping` rather than derived from it: `isinstance(x, Resources)` runs
-    on every rule evaluation, and an ABC-derived class pays for ABCMeta's instance check each time.
+    At run time a plain class registered as a `Mapping` rather than derived from it (type checkers see a
+    Mapping): `isinstance(x, Resources)` runs on every rule evaluation, and an ABC-derived class pays for
+    ABCMeta's instance check each time.
     """
 
     __slots__ = ("_v", "_hash")
