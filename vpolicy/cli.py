@@ -32,7 +32,10 @@ def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     t.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or folders (default: policies/tests)")
     t.add_argument("--run", metavar="REGEX", help="only scenarios whose name or path matches (regex or substring)")
     t.add_argument("--output", choices=("text", "json"), default="text")
+    t.add_argument("--coverage", action="store_true", help="also report which rules ever decided something, "
+                                                           "and list the others with their spans")
     _explain_verify_commands(sub)
+    _fmt_diff_commands(sub)
     _simulation_commands(sub)
     return p
 
@@ -87,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_check(args.files, output=args.output, out=sys.stdout, err=sys.stderr)
         if args.command == "test":
             return _test(args)
+        if args.command in ("fmt", "diff"):
+            return _fmt(args) if args.command == "fmt" else _diff(args)
         if args.command == "explain":
             return _explain(args)
         if args.command == "verify":
@@ -146,16 +151,66 @@ def _verify(args: argparse.Namespace) -> int:
 def _test(args: argparse.Namespace) -> int:
     from vpolicy.harness import report, testing
 
-    run = testing.run_paths(args.paths or [testing.default_root()], run=args.run)
+    run = testing.run_paths(args.paths or [testing.default_root()], run=args.run, coverage=args.coverage)
     for diag in run.errors:
         print(diag.one_line(), file=sys.stderr)
     if args.output == "json":
         report.write_json(testing.to_json(run), sys.stdout)
     else:
         sys.stdout.write(testing.format_text(run))
+        if run.coverage is not None:
+            from vpolicy.harness import coverage
+
+            sys.stdout.write(coverage.format_text(run.coverage))
     if run.errors:
         return EXIT_BAD_INPUT
     return EXIT_OK if run.ok else EXIT_FAILED
+
+
+def _fmt_diff_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    f = sub.add_parser("fmt", help="rewrite policy files in the canonical layout (comments kept)")
+    f.add_argument("files", nargs="+", metavar="FILE", help=".vpol files, or folders searched for them")
+    f.add_argument("--check", action="store_true", help="change nothing; print the diff and exit 1 if a file "
+                                                        "is not formatted")
+    d = sub.add_parser("diff", help="pods and podgroups whose fate differs between two policies, and why")
+    d.add_argument("--cluster", action="append", required=True, help="cluster dump: file or folder (repeatable)")
+    d.add_argument("--policy", dest="sides", action=_Side, metavar="FILE", help="a native policy file (A or B)")
+    d.add_argument("--conf", dest="sides", action=_Side, metavar="FILE", help="a volcano-scheduler.conf (A or B)")
+    d.add_argument("--output", choices=("text", "json"), default="text")
+    d.add_argument("--exit-code", action="store_true", help="exit 2 when the two policies decide differently")
+
+
+class _Side(argparse.Action):
+    """`--policy`/`--conf`, in the order given: the first is side A, the second side B."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        sides = list(getattr(namespace, self.dest, None) or [])
+        sides.append(((option_string or "--policy").lstrip("-"), str(values)))
+        setattr(namespace, self.dest, sides)
+
+
+def _fmt(args: argparse.Namespace) -> int:
+    from vpolicy.harness import fmt
+
+    return fmt.run_fmt(args.files, check=args.check, out=sys.stdout, err=sys.stderr)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from vpolicy.harness import diff, report
+
+    sides = args.sides or []
+    if len(sides) != 2:
+        print("error[diff.two-policies]: give exactly two of --policy FILE / --conf FILE (A, then B); "
+              f"got {len(sides)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    (kind_a, path_a), (kind_b, path_b) = sides
+    result = diff.diff_policies(args.cluster, diff.PolicyRef(kind_a, path_a), diff.PolicyRef(kind_b, path_b))
+    if args.output == "json":
+        report.write_json(diff.to_json(result), sys.stdout)
+    else:
+        sys.stdout.write(diff.format_text(result))
+    return EXIT_FAILED if args.exit_code and not result.same else EXIT_OK
 
 
 def _extension_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]", argv: Sequence[str]) -> None:

@@ -6,15 +6,61 @@ within a tier for victims, sum for node scores. This module is that table, plus 
 plugin's session constants (`let` without parameters) are evaluated once, in file order.
 
 It knows nothing of actions (see `actions`); it never changes session state.
+
+Rule coverage (for `vpolicy test --coverage`) is off by default and then costs nothing: only inside
+`recording_coverage(counts)` does a new `Runtime` count, per rule label, its calls and its deciding
+answers (`DECIDES`), by swapping in a counting `_call` on that instance.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from vpolicy.compile.ir import Label
 from vpolicy.compile.lower import CompiledModule, CompiledRule
 from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, SessionState, TaskInfo
 from vpolicy.lang.builtins import CALLBACKS
+
+# When an answer of a rule decided something, by how its callback's answers are combined: a non-zero
+# order or vote (abstain is 0), a false test (the first false one ends an AND), a true `overused` (the
+# first true one ends the OR), any `job_starving` answer (only the first tier with rules is asked, and
+# none is no), victims, a non-zero node score.
+DECIDES: dict[str, Callable[[Any], bool]] = {
+    "first-non-zero": lambda v: v != 0,
+    "first-failure": lambda v: not v,
+    "and": lambda v: not v,
+    "or": bool,
+    "vote": lambda v: v != 0,
+    "first-tier-and": lambda v: True,
+    "sum": lambda v: v != 0,
+    "tier-intersection": bool,
+}
+
+
+@dataclass(slots=True)
+class RuleCounts:
+    """Per rule label: how often it was called, and how often its answer decided something."""
+
+    calls: Counter[Label] = field(default_factory=Counter)
+    decided: Counter[Label] = field(default_factory=Counter)
+
+
+_COVERAGE: ContextVar[RuleCounts | None] = ContextVar("vpolicy_rule_coverage", default=None)
+
+
+@contextmanager
+def recording_coverage(counts: RuleCounts) -> Iterator[RuleCounts]:
+    """Count into `counts` the rule calls of every session opened inside this block (this context only)."""
+    token = _COVERAGE.set(counts)
+    try:
+        yield counts
+    finally:
+        _COVERAGE.reset(token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +98,9 @@ class Runtime:
         self.state = state
         self.env: dict[str, Any] = {"cluster": state.cluster, "$session": {}, "$now": now}
         self.calls = 0
+        counts = _COVERAGE.get()
+        if counts is not None:  # an instance attribute, so the class's plain `_call` stays as fast when off
+            self._call = self._counting_call(counts)  # type: ignore[method-assign]  # reason: opt-in coverage
         for tier in self.tiers:
             for plugin in tier:
                 for name, _term, fn in plugin.module.session_lets:
@@ -63,6 +112,8 @@ class Runtime:
                 entries = [(p, p.rules(callback)) for p in tier]
                 per_tier.append([(p, rs) for p, rs in entries if rs])
             self._by_callback[callback] = per_tier
+        if counts is not None:
+            self._scalar_only()
 
     def has(self, callback: str) -> bool:
         return any(self._by_callback[callback])
@@ -73,6 +124,26 @@ class Runtime:
     def _call(self, rule: CompiledRule, *args: Any) -> Any:
         self.calls += 1
         return rule.call(self.env, *args)
+
+    def _counting_call(self, counts: RuleCounts) -> Callable[..., Any]:
+        decides = {name: DECIDES[cb.combine] for name, cb in CALLBACKS.items()}
+
+        def call(rule: CompiledRule, *args: Any) -> Any:
+            self.calls += 1
+            value = rule.call(self.env, *args)
+            counts.calls[rule.label] += 1
+            if decides[rule.callback](value):
+                counts.decided[rule.label] += 1
+            return value
+
+        return call
+
+    def _scalar_only(self) -> None:
+        """Coverage counts calls through `_call`, so node rules lose their batched form (same answers)."""
+        for per_tier in self._by_callback.values():
+            for entries in per_tier:
+                for i, (plugin, rules) in enumerate(entries):
+                    entries[i] = (plugin, [_scalar(r) for r in rules])
 
     # orders: first non-zero ----------------------------------------------------------------------
     def _order(self, callback: str, l: Any, r: Any) -> int:
@@ -219,6 +290,13 @@ class Runtime:
             if victims:
                 return victims, first_rule
         return [], None
+
+
+def _scalar(rule: CompiledRule) -> CompiledRule:
+    """The rule without its batched form (the placement then asks it node by node, through `_call`)."""
+    if getattr(rule, "vector", None) is None:
+        return rule
+    return dataclasses.replace(rule, vector=None)
 
 
 def default_task_before(l: TaskInfo, r: TaskInfo) -> bool:

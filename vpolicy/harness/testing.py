@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from vpolicy.engine.session import run_session
 from vpolicy.errors import Diagnostic, PolicyError
+from vpolicy.harness import coverage as rule_coverage
 from vpolicy.harness import policy as policies
 from vpolicy.harness import scenario as scenarios
 from vpolicy.model.decisions import Decisions
@@ -65,6 +66,7 @@ class CaseResult:
 class TestRun:
     results: list[CaseResult] = field(default_factory=list)
     errors: list[Diagnostic] = field(default_factory=list)  # scenario files that could not be loaded
+    coverage: rule_coverage.Coverage | None = None  # with run_paths(..., coverage=True)
 
     def count(self, outcome: Outcome) -> int:
         return sum(1 for r in self.results if r.outcome == outcome)
@@ -126,11 +128,14 @@ def selected(header: scenarios.Header, path: Path, pattern: re.Pattern[str] | No
     return pattern is None or bool(pattern.search(header.name) or pattern.search(path.as_posix()))
 
 
-def run_paths(paths: Sequence[str | Path], *, run: str | None = None, now: float = 0.0) -> TestRun:
-    """Collect, filter by `run` (on name or path), load and run every scenario under `paths`."""
+def run_paths(paths: Sequence[str | Path], *, run: str | None = None, now: float = 0.0,
+              coverage: bool = False) -> TestRun:
+    """Collect, filter by `run` (on name or path), load and run every scenario under `paths`; with
+    `coverage`, also record which rules of the policies used ever decided something (`TestRun.coverage`)."""
     files, errors = collect(paths)
     out = TestRun(errors=errors)
     pattern = matcher(run)
+    recorder = rule_coverage.CoverageRecorder() if coverage else None
     for path in files:
         try:
             header = scenarios.read_header(path)
@@ -140,7 +145,14 @@ def run_paths(paths: Sequence[str | Path], *, run: str | None = None, now: float
         except PolicyError as exc:
             out.errors.extend(exc.diagnostics)
             continue
-        out.results.append(run_scenario(loaded, now=now))
+        if recorder is None:
+            out.results.append(run_scenario(loaded, now=now))
+            continue
+        recorder.add_policy(loaded.policy)
+        with recorder.recording():
+            out.results.append(run_scenario(loaded, now=now))
+    if recorder is not None:
+        out.coverage = recorder.result()
     return out
 
 
@@ -299,10 +311,13 @@ def format_text(run: TestRun, *, verbose: bool = True) -> str:
 
 
 def to_json(run: TestRun) -> dict[str, object]:
-    return {
+    doc: dict[str, object] = {
         "results": [{"name": r.name, "file": r.file, "outcome": r.outcome, "passed": r.passed,
                      "failures": r.failures, "xfail": r.xfail, "rule_calls": r.rule_calls} for r in run.results],
         "errors": [d.to_json() for d in run.errors],
         "summary": {"passed": run.count("pass"), "failed": run.count("fail"), "xfailed": run.count("xfail"),
                     "xpassed": run.count("xpass"), "errors": len(run.errors)},
     }
+    if run.coverage is not None:
+        doc["coverage"] = rule_coverage.to_json(run.coverage)
+    return doc
