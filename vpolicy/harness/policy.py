@@ -9,12 +9,12 @@ parsed and checked once per process and compiled per distinct settings.
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
 from vpolicy.compile.lower import CompiledModule, compile_module
 from vpolicy.engine.runtime import PluginInstance
+from vpolicy.engine.optimize import MODES as ENGINE_MODES
 from vpolicy.engine.session import CompiledPolicy
 from vpolicy.errors import Diagnostic, PolicyError, did_you_mean
 from vpolicy.lang import ast, load_module
@@ -33,9 +33,21 @@ def policy_root() -> Path:
     return Path(sys.prefix) / "share" / "vpolicy" / "policies"
 
 
-@lru_cache(maxsize=None)
+_parsed: dict[tuple[str, int, int], ast.Module] = {}
+
+
 def _module(path: str) -> ast.Module:
-    return load_module(path)
+    """Parse and check a module once per process, keyed by its real path and its file's state, so two
+    files with the same relative name, or a file edited between runs, never share an entry."""
+    real = Path(path).resolve()
+    try:
+        stat = real.stat()
+        key = (str(real), stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        return load_module(path)  # the loader reports the missing file as a diagnostic
+    if key not in _parsed:
+        _parsed[key] = load_module(path)
+    return _parsed[key]
 
 
 def _freeze(value: Any) -> Any:
@@ -46,11 +58,12 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-_compiled: dict[tuple[str, Any], CompiledModule] = {}
+_compiled: dict[tuple[str, int, Any], CompiledModule] = {}
 
 
 def compiled_module(path: Path, settings: Mapping[str, Any]) -> CompiledModule:
-    key = (str(path), _freeze(settings))
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, _freeze(settings))
     if key not in _compiled:
         _compiled[key] = compile_module(_module(str(path)), settings)
     return _compiled[key]
@@ -77,10 +90,29 @@ def from_conf(conf: conf_model.SchedulerConf) -> CompiledPolicy:
         if name not in KNOWN_ACTIONS:
             diags.append(Diagnostic("conf.unsupported-action", f"action '{name}' is not implemented and is skipped",
                                     severity="warning"))
+    mode = _conf_mode(conf, diags)
     errors = [d for d in diags if d.severity == "error"]
     if errors:
         raise PolicyError(errors)
-    return CompiledPolicy(actions, tuple(tiers), source=conf.source)
+    return CompiledPolicy(actions, tuple(tiers), source=conf.source, mode=mode)
+
+
+def _conf_mode(conf: conf_model.SchedulerConf, diags: list[Diagnostic]) -> str:
+    """The engine mode a conf asks for: `configurations: [{name: allocate, arguments: {mode: optimize}}]`
+    (any action's entry may say it; Volcano ignores the unknown argument). Default `volcano`."""
+    mode = "volcano"
+    for entry in conf.action_confs:
+        value = entry.arguments.get("mode")
+        if value is None:
+            continue
+        if value not in ENGINE_MODES:
+            diags.append(Diagnostic("conf.wrong-type", f"argument 'mode' of action '{entry.name}' must be "
+                                    f"one of {', '.join(ENGINE_MODES)}, not {value!r}", entry.span,
+                                    help=did_you_mean(str(value), ENGINE_MODES)))
+            continue
+        if value == "optimize":
+            mode = "optimize"
+    return mode
 
 
 def from_policy_file(path: str | Path) -> CompiledPolicy:
