@@ -240,28 +240,6 @@ class Runtime:
                 return PredicateFailure(reason, rule.unresolvable, rule)
         return None
 
-    def node_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
-        scores = {n.name: 0.0 for n in nodes}
-        for rule in self._rules("node_order"):
-            raw = {n.name: float(self._call(rule, task, n)) for n in nodes}
-            if rule.normalize_weight is not None:
-                weight = float(rule.normalize_weight(self.env))
-                if weight == 0:
-                    continue
-                top = max(raw.values(), default=0.0)
-                for name, v in raw.items():
-                    if top == 0:
-                        norm = 100.0 if rule.normalize_reverse else 0.0
-                    else:
-                        norm = 100.0 * v / top
-                        if rule.normalize_reverse:
-                            norm = 100.0 - norm
-                    scores[name] += int(norm) * weight
-            else:
-                for name, v in raw.items():
-                    scores[name] += v
-        return scores
-
     # victims: Volcano's Preemptable/Reclaimable, step for step ------------------------------------
     def victims(self, callback: str, preemptor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], CompiledRule | None]:
         """Intersection inside a tier; an empty answer ends the tier with nothing; the first tier with

@@ -150,7 +150,7 @@ def run_recorded(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: floa
 
 
 def rule_scores(rt: Runtime, task: TaskInfo, nodes: list[NodeInfo]) -> list[RuleScore]:
-    """Each `node_order` rule's share of `Runtime.node_scores`, computed the same way."""
+    """Each `node_order` rule's share of a node's score, computed as `Placement.scores` does."""
     tiers = {id(r): i for i, tier in enumerate(rt.tiers, start=1) for p in tier for r in p.rules("node_order")}
     out = []
     for rule in rt._rules("node_order"):  # reason: the runtime's rule order is the combination order
