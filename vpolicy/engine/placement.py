@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -106,6 +106,9 @@ class Placement:
         n = len(self.node_list)
         self._all_rows = np.arange(n)
         self._cpu_mem = [self.arrays.index[d] for d in (CPU, MEMORY) if d in self.arrays.index]
+        # optimize mode (engine.optimize.configure): search every feasible node, choose with `pack`
+        self.sample = True
+        self.pack: Callable[[TaskInfo, np.ndarray, np.ndarray, bool], int] | None = None
 
     # batches --------------------------------------------------------------------------------------
     def _batch(self, rows: np.ndarray) -> NodeBatch:
@@ -212,7 +215,7 @@ class Placement:
             if not len(rows):
                 break
             mask[rows] &= self._rule_values(rule, task, rows).astype(bool)
-        rows = self._sample(mask)
+        rows = self._sample(mask) if self.sample else np.flatnonzero(mask)
         if not len(rows):
             self._feasible_scalar(task, errors, self.node_list)
         return rows
@@ -300,7 +303,8 @@ class Placement:
         if len(group) == 1:
             return self.node_list[int(group[0])], bool(len(idle_rows))
         scores = self._scores_rows(task, group)
-        return self.node_list[int(group[int(np.argmax(scores))])], bool(len(idle_rows))
+        pick = np.argmax(scores) if self.pack is None else self.pack(task, group, scores, bool(len(idle_rows)))
+        return self.node_list[int(group[int(pick)])], bool(len(idle_rows))
 
     def ordered_by_score(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
         if not nodes:

@@ -14,6 +14,7 @@ from typing import Sequence
 from vpolicy.engine.actions import ACTIONS
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.feasibility import check_unplaced_gangs, describe
+from vpolicy.engine import optimize
 from vpolicy.engine.placement import Placement
 from vpolicy.engine.runtime import PluginInstance, Runtime
 from vpolicy.engine.state import JobInfo, SessionState
@@ -30,6 +31,7 @@ class CompiledPolicy:
     actions: tuple[str, ...]
     tiers: tuple[tuple[PluginInstance, ...], ...]
     source: str = ""
+    mode: str = "volcano"  # "optimize": same rules, better choices among feasible ones (engine.optimize)
 
 
 @dataclass(slots=True)
@@ -40,14 +42,19 @@ class SessionResult:
 
 
 def run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float = 0.0,
-                solver_budget_s: float = 0.1, scheduler_names: tuple[str, ...] = ("volcano",)) -> SessionResult:
+                solver_budget_s: float = 0.1, scheduler_names: tuple[str, ...] = ("volcano",),
+                mode: str | None = None) -> SessionResult:
     """Run one session. `solver_budget_s` bounds the post-action gang feasibility checks (0 = none);
-    pending pods are scheduled when their schedulerName is one of `scheduler_names` (or unset)."""
+    pending pods are scheduled when their schedulerName is one of `scheduler_names` (or unset);
+    `mode` ("volcano" or "optimize") overrides the policy's own."""
     started = time.perf_counter()
     state = SessionState(snapshot, scheduler_names=scheduler_names)
     runtime = Runtime(policy.tiers, state, now=now)
     outcome = Outcome()
-    ctx = ActionContext(runtime, state, Placement(runtime, state), outcome, policy.actions)
+    ctx = ActionContext(runtime, state, Placement(runtime, state), outcome, policy.actions,
+                        mode=optimize.check_mode(mode or policy.mode))
+    if ctx.optimize:
+        optimize.configure(ctx.placement)
     timings: dict[str, dict[str, float]] = {}
     for name in policy.actions:
         t0 = time.perf_counter()

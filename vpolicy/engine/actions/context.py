@@ -20,6 +20,11 @@ class ActionContext:
     fit_errors: dict[str, FitErrors] = field(default_factory=dict)  # task uid -> why it fits nowhere
     job_reasons: dict[str, str] = field(default_factory=dict)  # job key -> why it was not scheduled
     solver_notes: dict[str, str] = field(default_factory=dict)  # job key -> what the solver proved
+    mode: str = "volcano"  # "optimize": choices among feasible nodes and victims by engine.optimize
+
+    @property
+    def optimize(self) -> bool:
+        return self.mode == "optimize"
 
     def statement(self) -> Statement:
         return Statement(self.state, self.outcome)

@@ -7,6 +7,7 @@ until the preemptor fits; a node where it never fits gets its evictions rolled b
 """
 from __future__ import annotations
 
+from vpolicy.engine import optimize
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims
 from vpolicy.engine.heap import PriorityQueue
@@ -86,6 +87,11 @@ def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep) 
         return False
     queue = preemptor.job.queue
     nodes = ctx.placement.ordered_by_score(preemptor, ctx.placement.preempt_nodes(preemptor))
+    if ctx.optimize:
+        done = optimize.evict_cheapest(ctx, stmt, preemptor, nodes, callback="preemptable", keep=keep,
+                                       action="preempt", fits=lambda n: _fits(ctx, queue, preemptor, n))
+        if done is not None:
+            return done
     for node in nodes:
         candidates = candidates_on(node, keep)
         victims, rule = rt.victims("preemptable", preemptor, candidates)

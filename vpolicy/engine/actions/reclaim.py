@@ -6,6 +6,7 @@ queues that the policy's `reclaimable` rules allow; nodes are visited in node or
 """
 from __future__ import annotations
 
+from vpolicy.engine import optimize
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims
 from vpolicy.engine.heap import PriorityQueue
@@ -60,7 +61,13 @@ def reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInf
         return (t.status is TaskStatus.RUNNING and t.preemptable and t.job is not None
                 and t.job.queue is not job.queue and t.job.queue.reclaimable)
 
-    for node in ctx.placement.preempt_nodes(task):
+    nodes = ctx.placement.preempt_nodes(task)
+    if ctx.optimize:
+        done = optimize.evict_cheapest(ctx, stmt, task, nodes, callback="reclaimable", keep=reclaimee,
+                                       action="reclaim", fits=lambda n: fits(task.resreq, n.future_idle))
+        if done is not None:
+            return done
+    for node in nodes:
         candidates = candidates_on(node, reclaimee)
         if not candidates:
             continue
