@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Sequence, TextIO
+from typing import Any, Literal, Sequence, TextIO
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
@@ -330,7 +330,9 @@ def check_cluster_files(paths: Sequence[str]) -> list[Diagnostic]:
     except PolicyError as exc:
         return list(exc.diagnostics)
     diags = [_warning(w) for w in snapshot.warnings]
-    diags.extend(check_cluster(snapshot, _Fields.read(paths)))
+    fields = _Fields.read(paths)
+    diags.extend(check_cluster(snapshot, fields))
+    diags.extend(check_admission(fields))
     if snapshot.conf_text is not None:
         diags.extend(_check_embedded_conf(snapshot))
     return diags
@@ -389,6 +391,53 @@ class _Fields:
                 return loaded.value_span(node, key)
             node = node[key]
         return origin
+
+
+def check_admission(fields: _Fields) -> list[Diagnostic]:
+    """Volcano's admission webhooks (validation after defaulting, `vpolicy.admission`) on each Job and
+    PodGroup of the manifests: what the API server would have refused. Queue rules and cross-object
+    rules are `check_cluster`'s; only jobs are checked against the queues here."""
+    from vpolicy.admission import jobs, podgroups, queues
+
+    objects = list(fields.objects.values())
+    known: dict[str, Any] = {"root": {"metadata": {"name": "root"}}, "default": {"metadata": {"name": "default"}}}
+    for _loaded, obj in objects:
+        if obj.get("kind") == "Queue":
+            known[str((obj.get("metadata") or {}).get("name"))] = queues.default_queue(obj)
+    diags: list[Diagnostic] = []
+    for loaded, obj in objects:
+        kind, api = obj.get("kind"), str(obj.get("apiVersion", ""))
+        if kind == "Job" and api.startswith("batch.volcano.sh/"):
+            found = jobs.validate_job(jobs.default_job(obj), queues=known)
+        elif kind == "PodGroup" and api.startswith("scheduling.volcano.sh/"):
+            found = podgroups.validate_podgroup(podgroups.default_podgroup(obj))
+        else:  # queues: check_cluster already applies the queue webhook's rules, with notes
+            continue
+            continue
+        diags.extend(_located(found, loaded, obj))
+    return diags
+
+
+def _located(violations: Iterable[Any], loaded: yaml_spans.YamlFile, obj: CommentedMap) -> list[Diagnostic]:
+    from vpolicy.admission import common
+
+    def span_of(path: str) -> Span | None:
+        node: Any = obj
+        span = loaded.value_span(obj.get("metadata"), "name") if isinstance(obj.get("metadata"), CommentedMap) else None
+        for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+            if part.startswith("[") and isinstance(node, CommentedSeq):
+                index = int(part[1:-1])
+                if index >= len(node):
+                    break
+                span, node = loaded.item_span(node, index), node[index]
+            elif isinstance(node, CommentedMap) and part in node:
+                span, node = loaded.value_span(node, part), node[part]
+            else:
+                break
+        return span
+
+    return [Diagnostic(d.code, d.message, d.span, help="the API server's Volcano webhook would refuse this object")
+            for d in common.diagnostics(violations, span_of)]
 
 
 def _cluster_files(paths: Sequence[str]) -> Iterator[Path]:
