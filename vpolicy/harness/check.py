@@ -393,6 +393,10 @@ class _Fields:
         return origin
 
 
+# Admission findings `check_cluster` already reports (with its own codes and notes).
+_REPORTED_BY_CHECK_CLUSTER = frozenset({"admission.job-queue-not-found", "admission.job-queue-not-leaf"})
+
+
 def check_admission(fields: _Fields) -> list[Diagnostic]:
     """Volcano's admission webhooks (validation after defaulting, `vpolicy.admission`) on each Job and
     PodGroup of the manifests: what the API server would have refused. Queue rules and cross-object
@@ -408,7 +412,8 @@ def check_admission(fields: _Fields) -> list[Diagnostic]:
     for loaded, obj in objects:
         kind, api = obj.get("kind"), str(obj.get("apiVersion", ""))
         if kind == "Job" and api.startswith("batch.volcano.sh/"):
-            found = jobs.validate_job(jobs.default_job(obj), queues=known)
+            found = [v for v in jobs.validate_job(jobs.default_job(obj), queues=known)
+                     if v.code not in _REPORTED_BY_CHECK_CLUSTER]
         elif kind == "PodGroup" and api.startswith("scheduling.volcano.sh/"):
             found = podgroups.validate_podgroup(podgroups.default_podgroup(obj))
         else:  # queues: check_cluster already applies the queue webhook's rules, with notes
