@@ -1,0 +1,282 @@
+"""`python -m benchmarks.run`: time scheduling sessions on generated clusters, per engine mode.
+
+    python -m benchmarks.run --size S|M|L --workload steady|fragmentation|preemption
+        [--mode volcano|optimize|both] [--runs 5] [--seed N] [--json]
+        [--nodes N --pending-pods P] [--timeout SECONDS] [--profile FILE]
+
+Each mode runs in its own child process (the same command with `--child`), so `peak_rss_mb`
+(getrusage's ru_maxrss) is that mode's alone; the child generates the snapshot, compiles the policy,
+runs `--runs` sessions on the same snapshot, checks the last decision document with the independent
+validator (`vpolicy.engine.validate`, when present) and prints one JSON object. The parent merges the
+modes into one object (DESIGN §7's figures plus the optimize/volcano ratios) and prints it as JSON or
+as a table (`benchmarks.table`).
+
+`volcano` runs Volcano's built-in conf (`enqueue, allocate, backfill`; `enqueue, allocate, preempt,
+backfill` for the preemption workload); `optimize` runs the same conf with `run_session(mode="optimize")`
+(`vpolicy.engine.optimize`: GPU best fit over every feasible node, cheapest victim sets), on the same
+snapshot, in the same invocation (`--mode both`), so the ratios compare like with like. Timing covers `run_session` only (session state built from
+the snapshot, every action, closing); generating the snapshot and compiling the policy are reported
+apart. This module does not build clusters (`benchmarks.generate`) and asserts nothing about speed.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import inspect
+import json
+import os
+import platform
+import pstats
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from benchmarks import generate as gen
+from vpolicy.engine.session import CompiledPolicy, run_session
+from vpolicy.harness.policy import from_conf
+from vpolicy.load import conf as conf_loader
+from vpolicy.model.snapshot import ClusterSnapshot
+
+MODES = ("volcano", "optimize")
+PREEMPT_ACTIONS = "enqueue, allocate, preempt, backfill"
+
+
+def policy_for(workload: str) -> CompiledPolicy:
+    """Volcano's built-in conf; the preemption workload adds `preempt` before `backfill`."""
+    if workload != "preemption":
+        return from_conf(conf_loader.default_conf())
+    text = conf_loader.default_conf_text()
+    first, rest = text.split("\n", 1)
+    if not first.startswith("actions:"):
+        raise RuntimeError(f"unexpected first line of Volcano's default conf: {first!r}")
+    return from_conf(conf_loader.parse_conf_text(f'actions: "{PREEMPT_ACTIONS}"\n{rest}',
+                                                 file="<benchmark-volcano-preempt>"))
+
+
+def optimize_supported() -> bool:
+    """True once the engine's `run_session` takes a `mode` (DESIGN §7's optimize mode)."""
+    return "mode" in inspect.signature(run_session).parameters
+
+
+def measure_mode(generated: gen.Generated, mode: str, *, runs: int = 5,
+                 profile: str | None = None) -> dict[str, Any]:
+    """Run `runs` sessions of `mode` on the generated snapshot in this process; the metrics of one mode.
+
+    Every decision figure comes from the last run; `deterministic` says whether all runs decided the same.
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}")
+    if mode == "optimize" and not optimize_supported():
+        return _skipped_optimize()
+    kwargs: dict[str, Any] = {"mode": mode} if optimize_supported() else {}
+    t0 = time.perf_counter()
+    policy = policy_for(generated.workload)
+    compile_ms = (time.perf_counter() - t0) * 1000
+    snapshot = generated.snapshot
+    times: list[float] = []
+    cpu_times: list[float] = []
+    documents: list[tuple[Any, ...]] = []
+    last = None
+    for i in range(runs):
+        profiler = cProfile.Profile() if profile and i == 0 else None
+        t0, c0 = time.perf_counter(), time.process_time()
+        if profiler is not None:
+            profiler.enable()
+        last = run_session(snapshot, policy, **kwargs)
+        if profiler is not None:
+            profiler.disable()
+        times.append((time.perf_counter() - t0) * 1000)
+        cpu_times.append((time.process_time() - c0) * 1000)
+        if profiler is not None and profile:
+            profiler.dump_stats(profile)
+        documents.append(_decided(last.decisions.to_document()))
+    assert last is not None
+    document = last.decisions.to_document()
+    metrics = decision_metrics(snapshot, document)
+    session_s = statistics.median(times) / 1000
+    stats: dict[str, Any] = dict(document.get("stats") or {})  # type: ignore[call-overload]  # reason: JSON object
+    t0 = time.perf_counter()
+    violations = validate_document(snapshot, document, policy)
+    validate_ms = (time.perf_counter() - t0) * 1000
+    return {
+        "status": "ok",
+        "actions": list(policy.actions),
+        "runs": runs,
+        "session_ms_p50": round(statistics.median(times), 1),
+        "session_ms_max": round(max(times), 1),
+        "session_ms_all": [round(t, 1) for t in times],
+        # CPU time of this process: on a shared machine it shows how much of the wall time was waiting.
+        "session_cpu_ms_p50": round(statistics.median(cpu_times), 1),
+        **metrics,
+        "pods_per_s": round(metrics["pods_placed"] / session_s, 1) if session_s > 0 else None,
+        "actions_ms": {k: v.get("ms") for k, v in (stats.get("actions") or {}).items()},
+        "rule_calls": stats.get("rule_calls"),
+        "solver": stats.get("solver"),
+        "compile_ms": round(compile_ms, 1),
+        "deterministic": all(d == documents[0] for d in documents),
+        "violations": None if violations is None else len(violations),
+        "violation_codes": None if violations is None else dict(Counter(v.code for v in violations)),
+        "validate_ms": None if violations is None else round(validate_ms, 1),
+    }
+
+
+def decision_metrics(snapshot: ClusterSnapshot, document: Mapping[str, Any]) -> dict[str, int]:
+    """Placed pods and GPUs (binds + pipelined) and evictions, counted from a decision document."""
+    pods = {p.key: p for p in snapshot.pods}
+    placed = [*document["binds"], *document["pipelined"]]
+    evicted = [e["pod"] for e in document["evictions"]]
+    return {
+        "binds": len(document["binds"]),
+        "pipelined": len(document["pipelined"]),
+        "pods_placed": len(placed),
+        "gpus_placed": sum(gen.gpus(pods[k].resreq) for k in placed if k in pods),
+        "evictions": len(evicted),
+        "evicted_gpu_pods": sum(1 for k in evicted if k in pods and gen.gpus(pods[k].resreq) > 0),
+        "evicted_gpus": sum(gen.gpus(pods[k].resreq) for k in evicted if k in pods),
+        "unschedulable_pods": len(document["unschedulable"]),
+    }
+
+
+def validate_document(snapshot: ClusterSnapshot, document: Mapping[str, Any],
+                      policy: CompiledPolicy) -> list[Any] | None:
+    """The independent validator's violations, or None when `vpolicy.engine.validate` does not exist yet."""
+    try:
+        from vpolicy.engine import validate as validator
+    except ImportError:
+        return None
+    check = validator.validate
+    if "conf_actions" in inspect.signature(check).parameters:
+        return list(check(snapshot, document, conf_actions=policy.actions))
+    return list(check(snapshot, document))
+
+
+def run_benchmark(size: gen.Size, workload: str, *, modes: Sequence[str], runs: int = 5, seed: int = 1,
+                  timeout: float | None = None, profile: str | None = None) -> dict[str, Any]:
+    """Every mode in its own child process; one JSON-ready object with the ratios between modes."""
+    generated = gen.generate(size, workload, seed=seed)
+    out: dict[str, Any] = {"size": size.name, "workload": workload, "seed": seed, **generated.summary(),
+                           "machine": machine()}
+    del generated
+    for mode in modes:
+        out[mode] = _child(size, workload, mode, runs=runs, seed=seed, timeout=timeout, profile=profile)
+    out["gpus_placed_optimize_over_volcano"] = _ratio(out, "gpus_placed")
+    out["evicted_gpu_pods_optimize_over_volcano"] = _ratio(out, "evicted_gpu_pods")
+    return out
+
+
+def machine() -> dict[str, Any]:
+    return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+
+
+def _ratio(out: Mapping[str, Any], key: str) -> float | None:
+    volcano, optimize = out.get("volcano"), out.get("optimize")
+    if not volcano or not optimize or volcano.get("status") != "ok" or optimize.get("status") != "ok":
+        return None
+    if volcano[key] == 0:
+        return None if optimize[key] == 0 else float("inf")
+    return round(float(optimize[key]) / float(volcano[key]), 3)
+
+
+def _skipped_optimize() -> dict[str, Any]:
+    return {"status": "skipped",
+            "note": "optimize mode is not implemented by the engine yet (run_session has no `mode` parameter)"}
+
+
+def _decided(document: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The decisions of a document, without its timings (which differ from run to run)."""
+    return (document["binds"], document["pipelined"], document["evictions"], document["podgroups"])
+
+
+def _child(size: gen.Size, workload: str, mode: str, *, runs: int, seed: int, timeout: float | None,
+           profile: str | None) -> dict[str, Any]:
+    if mode == "optimize" and not optimize_supported():
+        return _skipped_optimize()
+    cmd = [sys.executable, "-m", "benchmarks.run", "--child", "--mode", mode, "--workload", workload,
+           "--size", size.name if size.name in gen.SIZES else "S", "--nodes", str(size.nodes),
+           "--pending-pods", str(size.pending_pods), "--runs", str(runs), "--seed", str(seed)]
+    if profile:
+        cmd += ["--profile", f"{profile}.{mode}"]
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
+                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "timeout_s": timeout, "note": f"no result within {timeout:g} s "
+                f"({runs} run(s), snapshot generation included)"}
+    if proc.returncode != 0:
+        return {"status": "error", "returncode": proc.returncode, "stderr_tail": proc.stderr[-2000:],
+                "wall_s": round(time.perf_counter() - started, 1)}
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def _child_main(args: argparse.Namespace) -> int:
+    size = _size(args)
+    t0 = time.perf_counter()
+    generated = gen.generate(size, args.workload, seed=args.seed)
+    generate_ms = (time.perf_counter() - t0) * 1000
+    result = measure_mode(generated, args.mode, runs=args.runs, profile=args.profile)
+    result["generate_ms"] = round(generate_ms, 1)
+    # ru_maxrss is in KiB on Linux (bytes on macOS).
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result["peak_rss_mb"] = round(rss / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
+    if args.profile:
+        stats = pstats.Stats(args.profile, stream=sys.stderr)
+        stats.sort_stats("cumulative").print_stats(25)
+    print(json.dumps(result))
+    return 0
+
+
+def _size(args: argparse.Namespace) -> gen.Size:
+    base = gen.SIZES[args.size]
+    if args.nodes is None and args.pending_pods is None:
+        return base
+    nodes = args.nodes if args.nodes is not None else base.nodes
+    pods = args.pending_pods if args.pending_pods is not None else base.pending_pods
+    if (nodes, pods) == (base.nodes, base.pending_pods):
+        return base
+    return gen.Size(f"custom-{nodes}n-{pods}p", nodes, pods)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
+    p.add_argument("--size", choices=sorted(gen.SIZES), default="S")
+    p.add_argument("--workload", choices=gen.WORKLOADS, default="steady")
+    p.add_argument("--mode", choices=(*MODES, "both"), default="volcano")
+    p.add_argument("--runs", type=int, default=5, help="sessions per mode (default 5)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--nodes", type=int, help="override the size's node count (a custom size)")
+    p.add_argument("--pending-pods", type=int, help="override the size's pending pod count (a custom size)")
+    p.add_argument("--timeout", type=float, help="seconds per mode before its child process is stopped")
+    p.add_argument("--profile", help="write a cProfile of the first session to FILE.<mode>")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.runs < 1:
+        print("error: --runs must be at least 1", file=sys.stderr)
+        return 2
+    if args.child:
+        return _child_main(args)
+    modes = MODES if args.mode == "both" else (args.mode,)
+    result = run_benchmark(_size(args), args.workload, modes=modes, runs=args.runs, seed=args.seed,
+                           timeout=args.timeout, profile=args.profile)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        from benchmarks import table
+
+        table.print_result(result)
+    failed = [m for m in modes if result[m].get("status") in ("error",)]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

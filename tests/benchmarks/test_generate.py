@@ -1,0 +1,191 @@
+"""The benchmark generator builds the clusters DESIGN §7 describes, the same ones for the same seed, and
+the runner's correctness run decides something the independent validator accepts.
+
+No timing is asserted anywhere here. The correctness run uses a custom size of 20 nodes and 200 pending
+pods: the engine needs about 15 s for one session of size S on the 2-core machine (docs/performance.md),
+too slow for the default test run; the full size S run is marked `slow`.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pytest
+
+from benchmarks import generate as gen
+from benchmarks import run
+from vpolicy.model.resources import Resources, total
+from vpolicy.model.snapshot import ClusterSnapshot, PodGroupPhase, TaskStatus
+
+TINY = gen.Size("tiny", 20, 200)
+WORKLOADS = [pytest.param(w, id=w) for w in gen.WORKLOADS]
+
+
+def _node_load(snapshot: ClusterSnapshot) -> dict[str, Resources]:
+    by_node: dict[str, list[Resources]] = defaultdict(list)
+    for pod in snapshot.pods:
+        if pod.node_name:
+            by_node[pod.node_name].append(pod.resreq)
+    return {name: total(reqs) for name, reqs in by_node.items()}
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_the_same_seed_gives_the_same_cluster(workload: str) -> None:
+    first = gen.generate(TINY, workload, seed=7)
+    second = gen.generate(TINY, workload, seed=7)
+    assert first.snapshot == second.snapshot
+    assert [p.uid for p in first.snapshot.pods] == [p.uid for p in second.snapshot.pods]
+    assert first.summary() == second.summary()
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_another_seed_gives_another_cluster(workload: str) -> None:
+    assert gen.generate(TINY, workload, seed=1).snapshot != gen.generate(TINY, workload, seed=2).snapshot
+
+
+@pytest.mark.parametrize("size_name, max_jobs", [
+    pytest.param("S", 200, id="S"),
+    pytest.param("M", 1_300, id="M"),
+    pytest.param("L", 6_500, id="L", marks=pytest.mark.slow),
+])
+def test_sizes_have_their_node_and_pending_pod_counts(size_name: str, max_jobs: int) -> None:
+    size = gen.SIZES[size_name]
+    generated = gen.generate(size, "steady", seed=1)
+    snapshot = generated.snapshot
+    pending = [p for p in snapshot.pods if p.status is TaskStatus.PENDING]
+    assert len(snapshot.nodes) == size.nodes
+    assert len(pending) == generated.pending_pods == size.pending_pods
+    assert generated.gpu_nodes == sum(1 for n in snapshot.nodes if n.allocatable.get(gen.GPU)) == size.nodes // 5
+    assert size.pending_pods // 64 < generated.pending_jobs <= max_jobs
+    queues_with_pending = {pg.queue for pg in snapshot.podgroups if pg.phase is not PodGroupPhase.RUNNING}
+    assert len(queues_with_pending) == 8
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_running_pods_never_overfill_a_node(workload: str) -> None:
+    snapshot = gen.generate(gen.SIZES["S"], workload, seed=3).snapshot
+    nodes = {n.name: n for n in snapshot.nodes}
+    for name, load in _node_load(snapshot).items():
+        assert load.le(nodes[name].allocatable), f"{name} holds {load}, more than {nodes[name].allocatable}"
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_running_pods_belong_to_running_podgroups_and_pending_ones_to_waiting_podgroups(workload: str) -> None:
+    snapshot = gen.generate(gen.SIZES["S"], workload, seed=3).snapshot
+    podgroups = {pg.key: pg for pg in snapshot.podgroups}
+    members = Counter(f"{p.namespace}/{p.group}" for p in snapshot.pods if p.group)
+    for pod in snapshot.pods:
+        if not pod.group:
+            assert pod.namespace == "kube-system" and pod.status is TaskStatus.RUNNING
+            continue
+        pg = podgroups[f"{pod.namespace}/{pod.group}"]
+        if pod.status is TaskStatus.RUNNING:
+            assert pod.node_name and pg.phase is PodGroupPhase.RUNNING
+        else:
+            assert pod.status is TaskStatus.PENDING and not pod.node_name
+            assert pg.phase in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE)
+    for key, pg in podgroups.items():
+        assert 1 <= pg.min_member <= members[key] <= 64
+        assert pg.min_resources is not None and "pods" not in pg.min_resources
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_gpu_pods_ask_1_2_4_or_8_gpus_and_tolerate_the_gpu_taint(workload: str) -> None:
+    snapshot = gen.generate(gen.SIZES["S"], workload, seed=3).snapshot
+    gpu_pods = [p for p in snapshot.pods if gen.gpus(p.resreq)]
+    assert gpu_pods
+    assert {gen.gpus(p.resreq) for p in gpu_pods} <= {1, 2, 4, 8}
+    assert all(p.tolerations == (gen.GPU_TOLERATION,) and p.node_selector == gen.GPU_SELECTOR for p in gpu_pods)
+    assert all(p.resreq["pods"] == 1 for p in snapshot.pods)
+
+
+def test_queues_form_a_hierarchy_with_weights_and_some_capabilities() -> None:
+    queues = {q.name: q for q in gen.generate(TINY, "steady").snapshot.queues}
+    assert {"root", "default", "research", "production"} <= set(queues)
+    children = Counter(q.parent for q in queues.values() if q.parent)
+    assert children["research"] == 3 and children["production"] == 3
+    assert all(queues[q.parent] for q in queues.values() if q.parent)
+    assert sum(1 for q in queues.values() if q.capability is not None) >= 2
+    assert len({q.weight for q in queues.values()}) > 2
+
+
+def test_fragmentation_leaves_some_gpu_nodes_empty_and_the_others_partly_used() -> None:
+    generated = gen.generate(gen.SIZES["S"], "fragmentation", seed=1)
+    load = _node_load(generated.snapshot)
+    used = [gen.gpus(load.get(n.name, Resources())) for n in generated.snapshot.nodes if n.allocatable.get(gen.GPU)]
+    assert 0 in used and any(0 < u < 8 for u in used)
+    assert generated.pending_gpus <= generated.free_gpus
+
+
+def test_preemption_fills_the_gpus_with_low_priority_pods_and_queues_high_priority_gangs() -> None:
+    generated = gen.generate(gen.SIZES["S"], "preemption", seed=1)
+    snapshot = generated.snapshot
+    assert generated.free_gpus <= 0.1 * 8 * generated.gpu_nodes
+    running_gpu = [p for p in snapshot.pods if gen.gpus(p.resreq) and p.status is TaskStatus.RUNNING]
+    pending_gpu = [p for p in snapshot.pods if gen.gpus(p.resreq) and p.status is TaskStatus.PENDING]
+    assert {p.priority_class_name for p in running_gpu} == {"low"}
+    assert {p.priority_class_name for p in pending_gpu} <= {"high", "urgent"}
+    assert {p.namespace for p in pending_gpu} <= {p.namespace for p in running_gpu}
+
+
+def test_decision_metrics_count_placed_gpus_and_evicted_gpu_pods() -> None:
+    snapshot = gen.generate(TINY, "steady").snapshot
+    gpu_pod = next(p for p in snapshot.pods if gen.gpus(p.resreq) and p.status is TaskStatus.PENDING)
+    cpu_pod = next(p for p in snapshot.pods if not gen.gpus(p.resreq) and p.status is TaskStatus.PENDING)
+    victim = next(p for p in snapshot.pods if gen.gpus(p.resreq) and p.status is TaskStatus.RUNNING)
+    document = {"binds": {gpu_pod.key: "gpu-00000"}, "pipelined": {cpu_pod.key: "cpu-00000"},
+                "evictions": [{"pod": victim.key, "action": "preempt", "for": "x/y", "rule": ""}],
+                "unschedulable": {}}
+    metrics = run.decision_metrics(snapshot, document)
+    assert metrics["pods_placed"] == 2
+    assert metrics["gpus_placed"] == gen.gpus(gpu_pod.resreq)
+    assert (metrics["evictions"], metrics["evicted_gpu_pods"]) == (1, 1)
+    assert metrics["evicted_gpus"] == gen.gpus(victim.resreq)
+
+
+def _assert_sound(result: dict[str, object], pending_pods: int) -> None:
+    assert result["status"] == "ok"
+    assert result["deterministic"] is True
+    assert 0 < int(result["pods_placed"]) <= pending_pods  # type: ignore[call-overload]  # reason: JSON value
+    if result["violations"] is None:
+        pytest.skip("vpolicy.engine.validate is not available")
+    assert result["violations"] == 0, result["violation_codes"]
+
+
+def test_a_volcano_run_of_a_small_steady_cluster_validates() -> None:
+    generated = gen.generate(gen.Size("small", 20, 200), "steady", seed=1)
+    result = run.measure_mode(generated, "volcano", runs=1)
+    assert result["actions"] == ["enqueue", "allocate", "backfill"]
+    _assert_sound(result, 200)
+
+
+def test_the_preemption_workload_runs_preempt_and_validates() -> None:
+    generated = gen.generate(gen.Size("small", 20, 200), "preemption", seed=1)
+    result = run.measure_mode(generated, "volcano", runs=1)
+    assert result["actions"] == ["enqueue", "allocate", "preempt", "backfill"]
+    _assert_sound(result, 200)
+
+
+@pytest.mark.slow
+def test_a_volcano_run_of_size_s_steady_validates() -> None:
+    result = run.measure_mode(gen.generate(gen.SIZES["S"], "steady", seed=1), "volcano", runs=1)
+    _assert_sound(result, 1_000)
+
+
+def test_optimize_is_skipped_with_a_note_until_the_engine_has_it() -> None:
+    if run.optimize_supported():
+        pytest.skip("the engine implements optimize mode")
+    result = run.measure_mode(gen.generate(TINY, "steady"), "optimize", runs=1)
+    assert result["status"] == "skipped" and "not implemented" in str(result["note"])
+
+
+def test_the_runner_reports_every_mode_and_null_ratios_when_one_is_missing() -> None:
+    result = run.run_benchmark(gen.Size("tiny", 10, 40), "steady", modes=run.MODES, runs=1, seed=1, timeout=300)
+    assert (result["size"], result["workload"], result["nodes"], result["pending_pods"]) == ("tiny", "steady", 10, 40)
+    volcano = result["volcano"]
+    assert volcano["status"] == "ok", volcano
+    assert volcano["peak_rss_mb"] > 0 and volcano["session_ms_p50"] > 0
+    assert set(volcano) >= {"session_ms_p50", "session_ms_max", "pods_placed", "gpus_placed", "evictions",
+                            "evicted_gpu_pods", "peak_rss_mb", "pods_per_s", "violations"}
+    if result["optimize"]["status"] == "skipped":
+        assert result["gpus_placed_optimize_over_volcano"] is None
+        assert result["evicted_gpu_pods_optimize_over_volcano"] is None
