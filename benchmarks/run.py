@@ -14,9 +14,10 @@ as a table (`benchmarks.table`).
 `volcano` runs Volcano's built-in conf (`enqueue, allocate, backfill`; `enqueue, allocate, preempt,
 backfill` for the preemption workload); `optimize` runs the same conf with `run_session(mode="optimize")`
 (`vpolicy.engine.optimize`: GPU best fit over every feasible node, cheapest victim sets), on the same
-snapshot, in the same invocation (`--mode both`), so the ratios compare like with like. Timing covers `run_session` only (session state built from
-the snapshot, every action, closing); generating the snapshot and compiling the policy are reported
-apart. This module does not build clusters (`benchmarks.generate`) and asserts nothing about speed.
+snapshot, in the same invocation (`--mode both`), so the ratios compare like with like. Timing covers
+`run_session` only (session state built from the snapshot, every action, closing), as wall time and as
+this process's CPU time (`session_cpu_ms_p50`: the machine is shared); generating the snapshot and
+compiling the policy are reported apart. This module does not build clusters (`benchmarks.generate`) and asserts nothing about speed.
 """
 from __future__ import annotations
 
