@@ -258,14 +258,19 @@ class Placement:
         return self._feasible_scalar(task, FitErrors(), [node])
 
     def preempt_nodes(self, task: TaskInfo) -> list[NodeInfo]:
-        """Nodes where evicting could help: only `unresolvable` predicate failures exclude a node."""
-        found = []
-        for node in self.node_list:
-            failure = self.rt.predicate(task, node)
-            if failure is not None and failure.unresolvable:
-                continue
-            found.append(node)
-        return found
+        """Nodes where evicting could help: a node is excluded only when its *first* failing predicate
+        rule is `unresolvable` (the chain stops at the first failure, as Volcano's predicates do)."""
+        undecided = np.ones(len(self.node_list), dtype=bool)
+        excluded = np.zeros(len(self.node_list), dtype=bool)
+        for rule in self.predicates:
+            rows = np.flatnonzero(undecided)
+            if not len(rows):
+                break
+            failed = rows[~self._rule_values(rule, task, rows).astype(bool)]
+            if rule.unresolvable:
+                excluded[failed] = True
+            undecided[failed] = False
+        return [self.node_list[i] for i in np.flatnonzero(~excluded)]
 
     # scoring --------------------------------------------------------------------------------------
     def scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> np.ndarray:
