@@ -99,47 +99,81 @@ def cheapest_subset(request: Resources, available: Resources, victims: Sequence[
                     *, steps: int = SEARCH_STEPS) -> tuple[list[TaskInfo], Cost] | None:
     """The cheapest subset of `victims` whose resources, added to `available`, fit `request` (Volcano's
     `LessEqual`: cpu, memory and every requested dimension); None when no subset does or the search
-    ran out of `steps` before proving its best answer optimal."""
+    ran out of `steps` before proving its best answer optimal.
+
+    Interchangeable victims (same request, GPU count and priority) form one group, and the search
+    picks how many of each group to take (the most recently created first), so identical pods do not
+    multiply the search; branches whose lower bound (GPU pods, GPUs and pods still needed) is no better
+    than the best set found are cut."""
     dims = sorted({CPU, MEMORY, *request})
-    need = [request.get(d, 0) - available.get(d, 0) for d in dims]
-    if all(n <= 0 for n in need):
+    need_all = [request.get(d, 0) - available.get(d, 0) for d in dims]
+    if all(n <= 0 for n in need_all):
         return [], ZERO_COST
-    live = [i for i, n in enumerate(need) if n > 0]
-    need = [need[i] for i in live]
-    keep = [v for v in victims if any(v.resreq.get(dims[i], 0) > 0 for i in live)]
-    keep.sort(key=victim_cost)
-    vecs = [[v.resreq.get(dims[i], 0) for i in live] for v in keep]
-    costs = [victim_cost(v) for v in keep]
-    n = len(keep)
-    suffix = [[0] * len(live) for _ in range(n + 1)]
-    for i in range(n - 1, -1, -1):
-        suffix[i] = [a + b for a, b in zip(suffix[i + 1], vecs[i])]
-    if any(s < q for s, q in zip(suffix[0], need)):
+    live = [i for i, n in enumerate(need_all) if n > 0]
+    need = [need_all[i] for i in live]
+    gpu_live = [j for j, i in enumerate(live) if is_gpu_dim(dims[i])]
+    by_key: dict[tuple[object, ...], list[TaskInfo]] = {}
+    for v in victims:
+        vec = tuple(v.resreq.get(dims[i], 0) for i in live)
+        if any(vec):
+            by_key.setdefault((vec, victim_cost(v)[:4]), []).append(v)
+    groups = sorted(by_key.items(), key=lambda kv: kv[0][1])
+    for _key, members in groups:
+        members.sort(key=lambda t: -t.pod.creation)  # newest first: least runtime lost
+    vecs = [list(key[0]) for key, _m in groups]  # type: ignore[arg-type]  # reason: tuple of ints
+    sizes = [len(m) for _k, m in groups]
+    prefix: list[list[Cost]] = []
+    for _key, members in groups:
+        acc, row = ZERO_COST, [ZERO_COST]
+        for t in members:
+            acc = _add(acc, victim_cost(t))
+            row.append(acc)
+        prefix.append(row)
+    g = len(groups)
+    total = [[0] * len(live) for _ in range(g + 1)]
+    top = [[0] * len(live) for _ in range(g + 1)]
+    for i in range(g - 1, -1, -1):
+        total[i] = [a + b * sizes[i] for a, b in zip(total[i + 1], vecs[i])]
+        top[i] = [max(a, b) for a, b in zip(top[i + 1], vecs[i])]
+    if any(t < q for t, q in zip(total[0], need)):
         return None
     best: list[tuple[Cost, list[int]]] = []
     budget = [steps]
 
-    def search(i: int, left: list[int], cost: Cost, chosen: list[int]) -> None:
+    def bound(i: int, left: list[int], cost: Cost) -> Cost:
+        pods = max((-(-x // top[i][j]) for j, x in enumerate(left) if x > 0), default=0)
+        gpu_left = sum(max(0, left[j]) for j in gpu_live)
+        gpu_top = max((top[i][j] for j in gpu_live), default=0)
+        gpu_pods = -(-gpu_left // gpu_top) if gpu_left and gpu_top else 0
+        return (cost[0] + gpu_pods, cost[1] + gpu_left // 1000, cost[2] + pods, cost[3], float("-inf"))
+
+    def search(i: int, left: list[int], cost: Cost, counts: list[int]) -> None:
         if budget[0] <= 0:
             return
         budget[0] -= 1
-        if best and cost >= best[0][0]:
-            return
         if all(x <= 0 for x in left):
-            best[:] = [(cost, list(chosen))]
+            if not best or cost < best[0][0]:
+                best[:] = [(cost, list(counts))]
             return
-        if i == n or any(s < x for s, x in zip(suffix[i], left)):
+        if i == g or any(t < x for t, x in zip(total[i], left)):
             return
-        chosen.append(i)
-        search(i + 1, [x - y for x, y in zip(left, vecs[i])], _add(cost, costs[i]), chosen)
-        chosen.pop()
-        search(i + 1, left, cost, chosen)
+        if best and bound(i, left, cost) >= best[0][0]:
+            return
+        vec = vecs[i]
+        most = min(sizes[i], max(-(-x // v) for x, v in zip(left, vec) if x > 0 and v > 0)
+                   if any(x > 0 and v > 0 for x, v in zip(left, vec)) else 0)
+        for c in range(most, -1, -1):
+            counts.append(c)
+            search(i + 1, [x - v * c for x, v in zip(left, vec)],
+                   _add(cost, prefix[i][c]) if c else cost, counts)
+            counts.pop()
 
     search(0, need, ZERO_COST, [])
     if budget[0] <= 0 or not best:
         return None
-    cost, chosen = best[0]
-    return [keep[i] for i in chosen], cost
+    cost, counts = best[0]
+    chosen = [t for (_key, members), c in zip(groups, counts) for t in members[:c]]
+    return chosen, cost
 
 
 @dataclass(slots=True)
@@ -151,27 +185,50 @@ class VictimChoice:
 
 
 def cheapest_choices(preemptor: TaskInfo, nodes: Sequence[NodeInfo],
-                     allowed: Callable[[NodeInfo], list[TaskInfo]]) -> list[VictimChoice] | None:
-    """Per node, the cheapest sufficient subset of the victims `allowed` returns there, cheapest node
-    first; None when a node's search ran out of budget (the caller then keeps Volcano's choice)."""
-    out = []
+                     candidates_of: Callable[[NodeInfo], list[TaskInfo]],
+                     victims_of: Callable[[NodeInfo, list[TaskInfo]], list[TaskInfo]]) -> list[VictimChoice] | None:
+    """The cheapest sufficient victim set on the best node, then on any node that ties with it or was
+    searched on the way; cheapest first. None when a search ran out of budget on a node that could
+    hold the preemptor (the caller then keeps Volcano's choice).
+
+    Victims are a subset of the candidates, so the cheapest set over a node's candidates bounds its
+    cost from below without calling the policy's victim rules: nodes are visited by that bound and the
+    visit stops once the bound exceeds the best set found (branch and bound across nodes)."""
+    bounded: list[tuple[Cost, int, NodeInfo, list[TaskInfo]]] = []
     for rank, node in enumerate(nodes):
-        victims = allowed(node)
+        candidates = candidates_of(node)
+        if not candidates:
+            continue
+        low = cheapest_subset(preemptor.resreq, node.future_idle, candidates)
+        if low is not None:
+            bounded.append((low[1], rank, node, candidates))
+        elif _covers_with(preemptor.resreq, node.future_idle, candidates):
+            bounded.append((ZERO_COST, rank, node, candidates))  # search ran out: no bound known
+    bounded.sort(key=lambda b: (b[0], b[1]))
+    out: list[VictimChoice] = []
+    for low, rank, node, candidates in bounded:
+        if out and low > out[0].cost:
+            break
+        victims = victims_of(node, candidates)
         if not victims:
             continue
         found = cheapest_subset(preemptor.resreq, node.future_idle, victims)
         if found is None:
-            total = node.future_idle
-            for v in victims:
-                total = total + v.resreq
-            if _covers(preemptor.resreq, total):
+            if _covers_with(preemptor.resreq, node.future_idle, victims):
                 return None  # feasible but not proven cheapest within the budget
             continue
         chosen, cost = found
         if chosen:
             out.append(VictimChoice(node, chosen, cost, rank))
-    out.sort(key=lambda c: (c.cost, c.rank))
+            out.sort(key=lambda c: (c.cost, c.rank))
     return out
+
+
+def _covers_with(request: Resources, available: Resources, victims: Sequence[TaskInfo]) -> bool:
+    total = available
+    for v in victims:
+        total = total + v.resreq
+    return _covers(request, total)
 
 
 def _covers(request: Resources, available: Resources) -> bool:
@@ -193,15 +250,16 @@ def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo,
 
     rules: dict[str, str] = {}
 
-    def allowed(node: NodeInfo) -> list[TaskInfo]:
-        candidates = candidates_on(node, keep)
-        if not candidates or not fits_with(candidates, preemptor, node):
-            return []
-        victims, rule = ctx.runtime.victims(callback, preemptor, candidates)
+    def candidates(node: NodeInfo) -> list[TaskInfo]:
+        found = candidates_on(node, keep)
+        return found if found and fits_with(found, preemptor, node) else []
+
+    def allowed(node: NodeInfo, found: list[TaskInfo]) -> list[TaskInfo]:
+        victims, rule = ctx.runtime.victims(callback, preemptor, found)
         rules[node.name] = rule.label.location if rule else ""
         return victims
 
-    choices = cheapest_choices(preemptor, nodes, allowed)
+    choices = cheapest_choices(preemptor, nodes, candidates, allowed)
     if choices is None or preemptor.job is None:
         return None
     if not choices:
