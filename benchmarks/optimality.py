@@ -54,7 +54,7 @@ class GangDemand:
 
 def gpu_bound(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, time_limit: float = 30.0) -> dict[str, Any]:
     """The MILP and LP upper bounds on GPUs placed in one session (see the module docstring)."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]  # reason: no stubs
 
     state = _after_enqueue(snapshot, policy)
     nodes = [n for n in state.nodes.values() if any(is_gpu_dim(d) and v > 0 for d, v in n.allocatable.items())]

@@ -112,15 +112,16 @@ def cheapest_subset(request: Resources, available: Resources, victims: Sequence[
     live = [i for i, n in enumerate(need_all) if n > 0]
     need = [need_all[i] for i in live]
     gpu_live = [j for j, i in enumerate(live) if is_gpu_dim(dims[i])]
-    by_key: dict[tuple[object, ...], list[TaskInfo]] = {}
+    by_key: dict[tuple[tuple[int, ...], tuple[int, int, int, int]], list[TaskInfo]] = {}
     for v in victims:
         vec = tuple(v.resreq.get(dims[i], 0) for i in live)
         if any(vec):
-            by_key.setdefault((vec, victim_cost(v)[:4]), []).append(v)
+            c = victim_cost(v)
+            by_key.setdefault((vec, (c[0], c[1], c[2], c[3])), []).append(v)
     groups = sorted(by_key.items(), key=lambda kv: kv[0][1])
     for _key, members in groups:
         members.sort(key=lambda t: -t.pod.creation)  # newest first: least runtime lost
-    vecs = [list(key[0]) for key, _m in groups]  # type: ignore[arg-type]  # reason: tuple of ints
+    vecs = [list(key[0]) for key, _m in groups]
     sizes = [len(m) for _k, m in groups]
     prefix: list[list[Cost]] = []
     for _key, members in groups:
@@ -199,9 +200,9 @@ def cheapest_choices(preemptor: TaskInfo, nodes: Sequence[NodeInfo],
         candidates = candidates_of(node)
         if not candidates:
             continue
-        low = cheapest_subset(preemptor.resreq, node.future_idle, candidates)
-        if low is not None:
-            bounded.append((low[1], rank, node, candidates))
+        cheapest = cheapest_subset(preemptor.resreq, node.future_idle, candidates)
+        if cheapest is not None:
+            bounded.append((cheapest[1], rank, node, candidates))
         elif _covers_with(preemptor.resreq, node.future_idle, candidates):
             bounded.append((ZERO_COST, rank, node, candidates))  # search ran out: no bound known
     bounded.sort(key=lambda b: (b[0], b[1]))
