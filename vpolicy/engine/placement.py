@@ -67,6 +67,10 @@ def insufficient(request: Resources, available: Resources) -> list[str]:
 _TASK_KEY_ATTRS = ("resreq", "best_effort", "priority_class_name", "namespace", "role")
 
 
+# Every spec attribute, for callers that key on "the same kind of task" whatever a rule reads.
+SPEC_READS = frozenset(_TASK_KEY_ATTRS)
+
+
 def task_key(task: TaskInfo, reads: frozenset[str]) -> tuple[Any, ...]:
     """What a cached node rule can see of a task: its spec, never its identity."""
     pod = task.pod

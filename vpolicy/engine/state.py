@@ -353,6 +353,7 @@ class SessionState:
             job = JobInfo(pg, queue, snapshot.job_priority(pg))
             self.jobs[pg.key] = job
             queue.jobs.append(job)
+        self.version = 0  # grows with every status change: answers computed at one version stay valid
         self.tasks: dict[str, TaskInfo] = {}
         self.other_pods: list[TaskInfo] = []  # pods of no job: they only consume node resources
         for pod in snapshot.pods:
@@ -427,6 +428,7 @@ class SessionState:
 
     def set_status(self, task: TaskInfo, status: TaskStatus, node_name: str | None = None) -> None:
         """Move a task to `status` (and `node_name`, "" to unplace), keeping every aggregate in step."""
+        self.version += 1
         job = task.job
         was_allocated = task.status in SHARE_STATUSES
         old_node = self.nodes.get(task.node_name) if task.node_name else None

@@ -20,6 +20,15 @@ class ActionContext:
     fit_errors: dict[str, FitErrors] = field(default_factory=dict)  # task uid -> why it fits nowhere
     job_reasons: dict[str, str] = field(default_factory=dict)  # job key -> why it was not scheduled
     solver_notes: dict[str, str] = field(default_factory=dict)  # job key -> what the solver proved
+    # (action, job, task spec) -> state version at which evicting could not place such a task: until
+    # anything changes, its identical siblings cannot be placed either (skips re-scanning every node)
+    eviction_failures: dict[tuple[object, ...], int] = field(default_factory=dict)
+
+    def eviction_failed_before(self, key: tuple[object, ...]) -> bool:
+        return self.eviction_failures.get(key) == self.state.version
+
+    def remember_eviction_failure(self, key: tuple[object, ...]) -> None:
+        self.eviction_failures[key] = self.state.version
     mode: str = "volcano"  # "optimize": choices among feasible nodes and victims by engine.optimize
 
     @property

@@ -11,7 +11,7 @@ from vpolicy.engine import optimize
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims
 from vpolicy.engine.heap import PriorityQueue
-from vpolicy.engine.placement import fits
+from vpolicy.engine.placement import SPEC_READS, fits, task_key
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
 from vpolicy.model.snapshot import TaskStatus
@@ -51,7 +51,7 @@ def run(ctx: ActionContext) -> None:
                 def other_job_same_queue(t: TaskInfo, job: JobInfo = job, p: TaskInfo = preemptor) -> bool:
                     return (_evictable(t, p) and t.job is not None and t.job.queue is job.queue
                             and t.job is not job)
-                if preempt_one(ctx, stmt, preemptor, other_job_same_queue):
+                if preempt_one(ctx, stmt, preemptor, other_job_same_queue, memo="other-jobs"):
                     assigned = True
             if rt.job_pipelined(job):
                 stmt.commit()
@@ -69,7 +69,7 @@ def run(ctx: ActionContext) -> None:
 
                 def same_job(t: TaskInfo, job: JobInfo = job, p: TaskInfo = preemptor) -> bool:
                     return _evictable(t, p) and t.job is job
-                assigned = preempt_one(ctx, stmt, preemptor, same_job)
+                assigned = preempt_one(ctx, stmt, preemptor, same_job, memo="same-job")
                 stmt.commit()
                 if not assigned:
                     break
@@ -81,10 +81,23 @@ def _evictable(task: TaskInfo, preemptor: TaskInfo) -> bool:
     return not (preemptor.best_effort and not task.best_effort)
 
 
-def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep) -> bool:  # type: ignore[no-untyped-def]  # reason: predicate closure
-    rt = ctx.runtime
+def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, *, memo: str = "") -> bool:  # type: ignore[no-untyped-def]  # reason: predicate closure
+    """Evict for one task on the best node that works; `memo` names the victim filter so a failure is
+    remembered for the task's identical siblings until the session state changes."""
     if preemptor.pod.preemption_policy == "Never" or preemptor.job is None:
         return False
+    key = ("preempt", memo, preemptor.job.key, task_key(preemptor, SPEC_READS))
+    if memo and ctx.eviction_failed_before(key):
+        return False
+    done = _preempt_one(ctx, stmt, preemptor, keep)
+    if not done and memo:
+        ctx.remember_eviction_failure(key)
+    return done
+
+
+def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep) -> bool:  # type: ignore[no-untyped-def]  # reason: predicate closure
+    rt = ctx.runtime
+    assert preemptor.job is not None
     queue = preemptor.job.queue
     nodes = ctx.placement.ordered_by_score(preemptor, ctx.placement.preempt_nodes(preemptor))
     if ctx.optimize:
@@ -94,6 +107,8 @@ def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep) 
             return done
     for node in nodes:
         candidates = candidates_on(node, keep)
+        if not candidates or not fits_with(candidates, preemptor, node):
+            continue  # even every candidate would not free enough: the rules cannot change that
         victims, rule = rt.victims("preemptable", preemptor, candidates)
         if not victims or not fits_with(victims, preemptor, node):
             continue

@@ -10,7 +10,7 @@ from vpolicy.engine import optimize
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims
 from vpolicy.engine.heap import PriorityQueue
-from vpolicy.engine.placement import fits
+from vpolicy.engine.placement import SPEC_READS, fits, task_key
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
 from vpolicy.model.snapshot import TaskStatus
@@ -55,6 +55,17 @@ def run(ctx: ActionContext) -> None:
 
 
 def reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInfo) -> bool:
+    """Reclaim for one task; a failure is remembered for its identical siblings until the state changes."""
+    key = ("reclaim", job.key, task_key(task, SPEC_READS))
+    if ctx.eviction_failed_before(key):
+        return False
+    done = _reclaim_one(ctx, stmt, task, job)
+    if not done:
+        ctx.remember_eviction_failure(key)
+    return done
+
+
+def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInfo) -> bool:
     rt = ctx.runtime
 
     def reclaimee(t: TaskInfo) -> bool:
@@ -69,8 +80,8 @@ def reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInf
             return done
     for node in nodes:
         candidates = candidates_on(node, reclaimee)
-        if not candidates:
-            continue
+        if not candidates or not fits_with(candidates, task, node):
+            continue  # even every candidate would not free enough: the rules cannot change that
         victims, rule = rt.victims("reclaimable", task, candidates)
         if not victims or not fits_with(victims, task, node):
             continue
