@@ -27,7 +27,6 @@ import inspect
 import json
 import os
 import platform
-import pstats
 import resource
 import statistics
 import subprocess
@@ -225,9 +224,6 @@ def _child_main(args: argparse.Namespace) -> int:
     # ru_maxrss is in KiB on Linux (bytes on macOS).
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     result["peak_rss_mb"] = round(rss / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
-    if args.profile:
-        stats = pstats.Stats(args.profile, stream=sys.stderr)
-        stats.sort_stats("cumulative").print_stats(25)
     print(json.dumps(result))
     return 0
 

@@ -14,6 +14,7 @@ from rich.table import Table
 ROWS = (
     ("session_ms_p50", "session ms, p50"),
     ("session_ms_max", "session ms, max"),
+    ("session_cpu_ms_p50", "session CPU ms, p50"),
     ("pods_per_s", "pods placed per second"),
     ("pods_placed", "pods placed (binds + pipelined)"),
     ("gpus_placed", "GPUs placed"),

@@ -189,3 +189,7 @@ def test_the_runner_reports_every_mode_and_null_ratios_when_one_is_missing() -> 
     if result["optimize"]["status"] == "skipped":
         assert result["gpus_placed_optimize_over_volcano"] is None
         assert result["evicted_gpu_pods_optimize_over_volcano"] is None
+    else:
+        assert result["optimize"]["status"] == "ok", result["optimize"]
+        ratio = result["gpus_placed_optimize_over_volcano"]
+        assert ratio is None or isinstance(ratio, float)
