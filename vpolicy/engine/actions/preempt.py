@@ -62,6 +62,8 @@ def run(ctx: ActionContext) -> None:
                 jobs.push(job)
 
         for job in under_request:
+            if not any(t.status in _PREEMPTABLE_STATUSES for t in job.tasks):
+                continue  # nothing of its own to preempt: no node can offer a same-job victim
             own: PriorityQueue[TaskInfo] = PriorityQueue(rt.task_before, ctx.pending_tasks(job))
             while not own.empty():
                 preemptor = own.pop()
@@ -76,7 +78,8 @@ def run(ctx: ActionContext) -> None:
 
 
 def _evictable(task: TaskInfo, preemptor: TaskInfo) -> bool:
-    if task.status not in _PREEMPTABLE_STATUSES or not task.preemptable:
+    status = task.status  # identity tests: hashing an Enum member runs Python code
+    if not (status is TaskStatus.RUNNING or status is TaskStatus.BOUND) or not task.preemptable:
         return False
     return not (preemptor.best_effort and not task.best_effort)
 
