@@ -27,29 +27,16 @@ from tests.strategies import clusters
 from vpolicy.engine.session import CompiledPolicy, run_session
 from vpolicy.engine.validate import Violation, validate
 from vpolicy.harness.policy import from_conf
-from vpolicy.load.conf import default_conf, parse_conf_text
+from vpolicy.load.conf import default_conf, helm_default_conf_text, parse_conf_text
 from vpolicy.model.snapshot import ClusterSnapshot, PodGroupPhase, TaskStatus
 
 SESSION_LIMIT_S = 1.0
 PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-HELM_ALL_ACTIONS = """\
-actions: "enqueue, allocate, backfill, preempt, reclaim"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enablePreemptable: false
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-    enablePreemptable: false
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
+# Volcano's Helm conf with every action Volcano ships, so preempt and reclaim run too.
+HELM_ALL_ACTIONS = helm_default_conf_text().replace(
+    'actions: "enqueue, allocate, backfill"', 'actions: "enqueue, allocate, backfill, preempt, reclaim"')
+assert "preempt, reclaim" in HELM_ALL_ACTIONS
 CAPACITY = HELM_ALL_ACTIONS.replace("name: proportion", "name: capacity")
 
 
