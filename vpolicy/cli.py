@@ -173,7 +173,11 @@ def _fmt_diff_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]
     f.add_argument("--check", action="store_true", help="change nothing; print the diff and exit 1 if a file "
                                                         "is not formatted")
     d = sub.add_parser("diff", help="pods and podgroups whose fate differs between two policies, and why")
-    d.add_argument("--cluster", action="append", required=True, help="cluster dump: file or folder (repeatable)")
+    d.add_argument("--cluster", action="append", help="cluster dump: file or folder (repeatable)")
+    d.add_argument("--symbolic", action="store_true",
+                   help="instead of one cluster, search every cluster up to --bound for one where A and B differ")
+    d.add_argument("--bound", type=int, default=2, help="with --symbolic: at most this many nodes, queues, jobs")
+    d.add_argument("--worlds", type=int, default=2000, help="with --symbolic: exhaustive up to this many clusters")
     d.add_argument("--policy", dest="sides", action=_Side, metavar="FILE", help="a native policy file (A or B)")
     d.add_argument("--conf", dest="sides", action=_Side, metavar="FILE", help="a volcano-scheduler.conf (A or B)")
     d.add_argument("--output", choices=("text", "json"), default="text")
@@ -205,6 +209,16 @@ def _diff(args: argparse.Namespace) -> int:
               f"got {len(sides)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     (kind_a, path_a), (kind_b, path_b) = sides
+    if args.symbolic:
+        from vpolicy.harness import diff_search
+
+        found = diff_search.search(diff.PolicyRef(kind_a, path_a), diff.PolicyRef(kind_b, path_b),
+                                   bound=args.bound, worlds=args.worlds)
+        sys.stdout.write(diff_search.format_text(found))
+        return EXIT_FAILED if args.exit_code and found.diff is not None else EXIT_OK
+    if not args.cluster:
+        print("error[diff.no-cluster]: give --cluster PATH, or --symbolic to search small clusters", file=sys.stderr)
+        return EXIT_BAD_INPUT
     result = diff.diff_policies(args.cluster, diff.PolicyRef(kind_a, path_a), diff.PolicyRef(kind_b, path_b))
     if args.output == "json":
         report.write_json(diff.to_json(result), sys.stdout)
