@@ -170,7 +170,10 @@ def test_pending_pods_of_the_example_get_a_core_and_a_checked_fix(variant: str, 
         else _example_with_smaller_gpu_node()
     compiled = policies.resolve(snapshot, conf=str(ROOT / conf) if conf else None)
     pending = run_session(snapshot, compiled, solver_budget_s=0).decisions.unschedulable
-    assert bool(pending) == (variant != "as-shipped")  # as shipped, the example leaves nothing pending
+    assert pending  # as shipped, bert-large and vit-huge compete for gpu-2's 8 GPUs: one gang waits
+    if variant != "as-shipped":  # the variant was built for bert-large; vit-huge there may have no single fix
+        pending = {k: v for k, v in pending.items() if "bert-large" in k}
+        assert pending
     for key in pending:
         e = explain.explain_snapshot(snapshot, compiled, key)
         assert e.analysis is not None and e.analysis.verdict == "conflict" and e.analysis.core
@@ -190,7 +193,8 @@ def test_bert_large_on_the_smaller_gpu_node_conflicts_with_gang_and_its_queues_s
          "nvidia.com/gpu 2; takes 3 more (queue.allocated + task.resreq = nvidia.com/gpu 8 > deserved[queue] = "
          "nvidia.com/gpu 7833m)"),
     ]
-    assert [f.kind for f in e.fixes] == ["min-member", "request", "preempt"]
+    # vit-huge (same priority) now sits on gpu-2 beside it, so there is no lower-priority job to preempt
+    assert [f.kind for f in e.fixes] == ["min-member", "request"]
     assert e.cheapest is not None
     assert e.cheapest.text == "lower minMember of research/bert-large from 4 to 3 (fewer replicas placed together)"
 

@@ -29,7 +29,10 @@ def policy_root() -> Path:
     """The shipped `policies/` folder: beside the package in a checkout, or under the install prefix."""
     here = Path(__file__).resolve().parent.parent.parent / "policies"
     if here.is_dir():
-        return here
+        try:  # rule locations read better (and match the docs) relative to where the user stands
+            return here.relative_to(Path.cwd())
+        except ValueError:
+            return here
     return Path(sys.prefix) / "share" / "vpolicy" / "policies"
 
 
