@@ -24,7 +24,10 @@ class EvaluationError(Exception):
 
 
 def _res(v: Any) -> Any:
-    return ZERO if v == 0 and not isinstance(v, Resources) else v
+    """A plain 0 (an empty sum) stands for the empty resource vector in resource arithmetic."""
+    if type(v) is Resources:  # first: comparing a Resources with 0 would go through Mapping checks
+        return v
+    return ZERO if v == 0 else v
 
 
 def _le(a: Any, b: Any) -> bool:

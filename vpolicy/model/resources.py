@@ -87,6 +87,8 @@ class Resources(_MappingBase):
     def __eq__(self, other: object) -> bool:
         if type(other) is Resources:
             return self._v == other._v
+        if isinstance(other, (int, float)):  # before the (slow) Mapping check: never equal
+            return NotImplemented
         if isinstance(other, Mapping):
             return self._v == {k: v for k, v in other.items() if v}
         return NotImplemented
