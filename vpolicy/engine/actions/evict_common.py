@@ -1,7 +1,7 @@
 """What preempt and reclaim share: candidate victims on a node and Volcano's victim order."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable
 
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.heap import PriorityQueue
@@ -33,6 +33,12 @@ def ordered_victims(ctx: ActionContext, victims: list[TaskInfo], preemptor: Task
 
 def candidates_on(node: NodeInfo, keep: Callable[[TaskInfo], bool]) -> list[TaskInfo]:
     return [t for t in node.tasks if t.job is not None and keep(t)]
+
+
+def nodes_with_candidates(pool: Iterable[TaskInfo], keep: Callable[[TaskInfo], bool]) -> set[str]:
+    """Names of the nodes holding at least one task of `pool` that `keep` accepts: only there can the
+    victim rules find anything, so other nodes need not be scanned."""
+    return {t.node_name for t in pool if t.node_name and t.job is not None and keep(t)}
 
 
 def fits_with(victims: list[TaskInfo], preemptor: TaskInfo, node: NodeInfo) -> bool:

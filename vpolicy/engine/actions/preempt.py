@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from vpolicy.engine import optimize
 from vpolicy.engine.actions.context import ActionContext
-from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims
+from vpolicy.engine.actions.evict_common import candidates_on, fits_with, nodes_with_candidates, ordered_victims
 from vpolicy.engine.heap import PriorityQueue
 from vpolicy.engine.placement import SPEC_READS, fits, task_key
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
@@ -51,7 +51,8 @@ def run(ctx: ActionContext) -> None:
                 def other_job_same_queue(t: TaskInfo, job: JobInfo = job, p: TaskInfo = preemptor) -> bool:
                     return (_evictable(t, p) and t.job is not None and t.job.queue is job.queue
                             and t.job is not job)
-                if preempt_one(ctx, stmt, preemptor, other_job_same_queue, memo="other-jobs"):
+                pool = [t for j in job.queue.jobs if j is not job for t in j.tasks]
+                if preempt_one(ctx, stmt, preemptor, other_job_same_queue, memo="other-jobs", pool=pool):
                     assigned = True
             if rt.job_pipelined(job):
                 stmt.commit()
@@ -71,7 +72,7 @@ def run(ctx: ActionContext) -> None:
 
                 def same_job(t: TaskInfo, job: JobInfo = job, p: TaskInfo = preemptor) -> bool:
                     return _evictable(t, p) and t.job is job
-                assigned = preempt_one(ctx, stmt, preemptor, same_job, memo="same-job")
+                assigned = preempt_one(ctx, stmt, preemptor, same_job, memo="same-job", pool=job.tasks)
                 stmt.commit()
                 if not assigned:
                     break
@@ -84,21 +85,24 @@ def _evictable(task: TaskInfo, preemptor: TaskInfo) -> bool:
     return not (preemptor.best_effort and not task.best_effort)
 
 
-def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, *, memo: str = "") -> bool:  # type: ignore[no-untyped-def]  # reason: predicate closure
+def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, *, memo: str = "",  # type: ignore[no-untyped-def]  # reason: predicate closure
+                pool: list[TaskInfo] | None = None) -> bool:
     """Evict for one task on the best node that works; `memo` names the victim filter so a failure is
-    remembered for the task's identical siblings until the session state changes."""
+    remembered for the task's identical siblings until the session state changes; `pool`, when given,
+    holds every task `keep` could accept, so nodes without one are skipped unscanned."""
     if preemptor.pod.preemption_policy == "Never" or preemptor.job is None:
         return False
     key = ("preempt", memo, preemptor.job.key, task_key(preemptor, SPEC_READS))
     if memo and ctx.eviction_failed_before(key):
         return False
-    done = _preempt_one(ctx, stmt, preemptor, keep)
+    done = _preempt_one(ctx, stmt, preemptor, keep, pool)
     if not done and memo:
         ctx.remember_eviction_failure(key)
     return done
 
 
-def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep) -> bool:  # type: ignore[no-untyped-def]  # reason: predicate closure
+def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,  # type: ignore[no-untyped-def]  # reason: predicate closure
+                 pool: list[TaskInfo] | None) -> bool:
     rt = ctx.runtime
     assert preemptor.job is not None
     queue = preemptor.job.queue
@@ -108,7 +112,10 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep)
                                        action="preempt", fits=lambda n: _fits(ctx, queue, preemptor, n))
         if done is not None:
             return done
+    where = nodes_with_candidates(pool, keep) if pool is not None else None
     for node in nodes:
+        if where is not None and node.name not in where:
+            continue
         candidates = candidates_on(node, keep)
         if not candidates or not fits_with(candidates, preemptor, node):
             continue  # even every candidate would not free enough: the rules cannot change that
