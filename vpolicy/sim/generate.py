@@ -20,7 +20,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from vpolicy.model import snapshot as snap
-from vpolicy.sim import manifest
+from vpolicy.load import manifest
 from vpolicy.sim.workload import JobTemplate, Workload, format_duration, pod_request
 
 GPU = "nvidia.com/gpu"

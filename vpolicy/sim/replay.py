@@ -9,7 +9,7 @@ interesting one.
 
 `export_scenario(directory, n, ...)` writes session n as a scenario file (docs/scenarios.md): header
 with the recorded decisions as expectations, then the snapshot as Kubernetes objects
-(`vpolicy.sim.manifest`), so an incident becomes a regression test. Formatting for the terminal is
+(`vpolicy.load.manifest`), so an incident becomes a regression test. Formatting for the terminal is
 `format_text`/`to_json`; nothing here prints.
 """
 from __future__ import annotations
@@ -27,7 +27,8 @@ from ruamel.yaml.scalarstring import LiteralScalarString
 from vpolicy.engine.session import CompiledPolicy, run_session
 from vpolicy.errors import PolicyError
 from vpolicy.model.decisions import Decisions
-from vpolicy.sim import manifest, record
+from vpolicy.load import manifest
+from vpolicy.sim import record
 from vpolicy.source import Span
 
 NO_SESSION = "replay.no-such-session"

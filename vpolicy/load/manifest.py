@@ -4,7 +4,8 @@
 `vpolicy.load.cluster` reads back into an equal snapshot: requests become one container's
 `resources.requests` (the loader adds `pods: 1` back), task status becomes `status.phase`, `nodeName`
 and `deletionTimestamp` (Releasing), a pipelined pod's node `status.nominatedNodeName`, times RFC 3339.
-Replay uses it to turn a recorded session into a scenario file (docs/scenarios.md).
+Replay uses it to turn a recorded session into a scenario file (docs/scenarios.md); `verify` and
+`diff --symbolic` use it to print the clusters they find.
 
 It cannot express what no object holds: vcjob-deferred pods are left out (the snapshot's
 `deferred_pods`), and so is a conf found in a ConfigMap (a scenario names its policy in its header).
