@@ -48,6 +48,8 @@ def register(subparsers: Any) -> None:
     g.add_argument("--conf", help="a volcano-scheduler.conf (reloaded when the file changes)")
     p.add_argument("--period", type=duration, default=1.0, help="time between sessions (default 1s)")
     p.add_argument("--once", action="store_true", help="sync, run one session, apply it, exit")
+    p.add_argument("--record", metavar="DIR", help="store every session's snapshot and decisions in DIR "
+                                                   "(replay them under another policy with `vpolicy replay`)")
     p.add_argument("--leader-elect", action="store_true", help="hold a coordination.k8s.io Lease to write")
     p.add_argument("--lock-namespace", default=_LEADER.namespace, help="namespace of the Lease")
     p.add_argument("--lease-duration", type=duration, default=_LEADER.lease_duration_s)
@@ -70,7 +72,7 @@ def settings_from(args: argparse.Namespace) -> SchedulerSettings:
                             retry_period_s=args.retry_period)
     return SchedulerSettings(
         scheduler_name=args.scheduler_name, period_s=args.period, once=args.once, policy=args.policy,
-        conf=args.conf, metrics_port=args.metrics_port, metrics_address=args.metrics_address,
+        conf=args.conf, record=args.record, metrics_port=args.metrics_port, metrics_address=args.metrics_address,
         client=ClientSettings(context=args.context, qps=args.kube_api_qps, burst=args.kube_api_burst),
         informers=InformerSettings(), leader=leader, apply=ApplySettings(write_events=not args.no_events))
 

@@ -56,6 +56,7 @@ class SchedulerSettings:
     once: bool = False
     policy: str | None = None
     conf: str | None = None
+    record: str | None = None  # a folder: every session's snapshot and decisions, for `vpolicy replay`
     metrics_port: int | None = None
     metrics_address: str = "0.0.0.0"  # noqa: S104  # reason: in a pod, Prometheus scrapes from outside
     client: ClientSettings = field(default_factory=ClientSettings)

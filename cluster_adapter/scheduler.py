@@ -121,6 +121,10 @@ class Scheduler:
         self.wall = wall
         self.cache = ObjectCache()
         self.policy = PolicySource(policy=settings.policy, conf=settings.conf)
+        self.recorder: Any = None
+        if settings.record:
+            self.recorder = vpolicy.SessionRecorder(settings.record, policy=settings.policy or settings.conf or "",
+                                                    policy_kind="policy" if settings.policy else "conf")
         self.lost_lease = threading.Event()
         self.elector: LeaderElector | None = None
         if settings.leader.enabled:
@@ -172,6 +176,8 @@ class Scheduler:
             self.metrics.leader.set(0)
             if self.elector is not None and not self.lost_lease.is_set():
                 self.elector.release()
+            if self.recorder is not None:
+                self.recorder.close()
             self.stop.set()
         return EXIT_LOST_LEASE if self.lost_lease.is_set() else EXIT_OK
 
@@ -194,6 +200,8 @@ class Scheduler:
             self.metrics.sessions.labels(result="error").inc()
             return report
         decided = result.decisions
+        if self.recorder is not None:
+            self.recorder.write(snapshot, decided, now=self.wall())
         report.document = decided.to_document()
         session_ms = decided.stats.get("session_ms")
         report.session_ms = float(session_ms) if isinstance(session_ms, (int, float)) else 0.0

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (`X as X` marks an explic
     from vpolicy.load.cluster import load_cluster as load_cluster
     from vpolicy.load.objects import SnapshotReader as SnapshotReader
     from vpolicy.load.objects import snapshot_from_objects as snapshot_from_objects
+    from vpolicy.sim.record import SessionRecorder as SessionRecorder
 
 # public name -> (module, attribute)
 _EXPORTS: dict[str, tuple[str, str]] = {
@@ -30,9 +31,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "load_cluster": ("vpolicy.load.cluster", "load_cluster"),
     "snapshot_from_objects": ("vpolicy.load.objects", "snapshot_from_objects"),
     "SnapshotReader": ("vpolicy.load.objects", "SnapshotReader"),
+    "SessionRecorder": ("vpolicy.sim.record", "SessionRecorder"),
 }
 
-__all__ = ["CompiledPolicy", "Diagnostic", "PolicyError", "SessionResult", "SnapshotReader", "load_cluster",
+__all__ = ["CompiledPolicy", "Diagnostic", "PolicyError", "SessionRecorder", "SessionResult", "SnapshotReader",
+           "load_cluster",
            "resolve_policy", "run_session", "snapshot_from_objects"]
 
 
