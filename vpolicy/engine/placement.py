@@ -79,6 +79,25 @@ def task_key(task: TaskInfo, reads: frozenset[str]) -> tuple[Any, ...]:
     return spec + tuple(getattr(task, a) for a in _TASK_KEY_ATTRS if a in reads)
 
 
+def rule_score(rule: CompiledRule, raw: np.ndarray, env: dict[str, Any]) -> np.ndarray:
+    """A node_order rule's contribution from its raw values over the candidate nodes: as is, or for a
+    `normalize [reverse] by W` rule kube's DefaultNormalizeScore (0..100 by the maximum, reversed if
+    asked, 100 for all when the maximum is 0 and reversed) truncated, times W."""
+    if rule.normalize_weight is None:
+        return raw
+    weight = float(rule.normalize_weight(env))
+    if weight == 0:
+        return np.zeros(len(raw))
+    top = raw.max() if len(raw) else 0.0
+    if top == 0:
+        norm = np.full(len(raw), 100.0 if rule.normalize_reverse else 0.0)
+    else:
+        norm = 100.0 * raw / top
+        if rule.normalize_reverse:
+            norm = 100.0 - norm
+    return np.trunc(norm) * weight
+
+
 class _LazyInfos:
     """The NodeInfo objects of a batch, built only if a per-node function asks for them."""
 
@@ -285,20 +304,7 @@ class Placement:
         total = np.zeros(len(rows))
         for rule in self.score_rules:
             raw = self._rule_values(rule, task, rows)
-            if rule.normalize_weight is not None:
-                weight = float(rule.normalize_weight(self.rt.env))
-                if weight == 0:
-                    continue
-                top = raw.max() if len(raw) else 0.0
-                if top == 0:
-                    norm = np.full(len(raw), 100.0 if rule.normalize_reverse else 0.0)
-                else:
-                    norm = 100.0 * raw / top
-                    if rule.normalize_reverse:
-                        norm = 100.0 - norm
-                total += np.trunc(norm) * weight
-            else:
-                total += raw
+            total += rule_score(rule, raw, self.rt.env)
         return total
 
     def best_node(self, task: TaskInfo, nodes: list[NodeInfo]) -> tuple[NodeInfo, bool]:

@@ -15,10 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Collection
 
+import numpy as np
+
 from vpolicy.compile.lower import CompiledRule
 from vpolicy.engine.actions import ACTIONS
 from vpolicy.engine.actions.context import ActionContext
-from vpolicy.engine.placement import Placement
+from vpolicy.engine.placement import Placement, rule_score
 from vpolicy.engine.runtime import Runtime
 from vpolicy.engine.session import CompiledPolicy, SessionResult, close_session
 from vpolicy.engine.state import NodeInfo, SessionState, TaskInfo
@@ -155,21 +157,7 @@ def rule_scores(rt: Runtime, task: TaskInfo, nodes: list[NodeInfo]) -> list[Rule
     out = []
     for rule in rt._rules("node_order"):  # reason: the runtime's rule order is the combination order
         raw = {n.name: float(rule.call(rt.env, task, n)) for n in nodes}
-        score = dict.fromkeys(raw, 0.0)
-        if rule.normalize_weight is not None:
-            weight = float(rule.normalize_weight(rt.env))
-            top = max(raw.values(), default=0.0)
-            for name, v in raw.items():
-                if weight == 0:
-                    continue
-                if top == 0:
-                    norm = 100.0 if rule.normalize_reverse else 0.0
-                else:
-                    norm = 100.0 * v / top
-                    if rule.normalize_reverse:
-                        norm = 100.0 - norm
-                score[name] = int(norm) * weight
-        else:
-            score = dict(raw)
+        values = rule_score(rule, np.array(list(raw.values()), dtype=float), rt.env)
+        score = {name: float(v) for name, v in zip(raw, values)}
         out.append(RuleScore(rule, tiers.get(id(rule), 0), raw, score))
     return out
