@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from vpolicy.compile import ir
 from vpolicy.compile.lower import CompiledRule
 from vpolicy.compile.vectorize import NodeBatch, ResMatrix
 from vpolicy.engine.runtime import Runtime
@@ -98,6 +99,18 @@ def rule_score(rule: CompiledRule, raw: np.ndarray, env: dict[str, Any]) -> np.n
     return np.trunc(norm) * weight
 
 
+def _always_zero(term: ir.Term) -> bool:
+    """A score rule that is 0 whatever it sees: a literal 0, or 0 times a floor (an int, never inf or
+    nan), as a nodeorder score with weight 0 compiles to."""
+    if isinstance(term, ir.Const):
+        return term.value == 0
+    if isinstance(term, ir.Op) and term.op == "*" and len(term.args) == 2:
+        for k, other in (term.args, term.args[::-1]):
+            if isinstance(k, ir.Const) and k.value == 0 and isinstance(other, ir.Apply) and other.func == "floor":
+                return True
+    return False
+
+
 class _LazyInfos:
     """The NodeInfo objects of a batch, built only if a per-node function asks for them."""
 
@@ -109,6 +122,29 @@ class _LazyInfos:
 
     def __iter__(self):  # type: ignore[no-untyped-def]  # reason: plain iterator
         return (self._nodes[i] for i in self._rows)
+
+
+@dataclass(slots=True, eq=False)
+class _ClassView:
+    """One task class's answers on every node, kept current from the node change log.
+
+    `feasible` is the resource fit on FutureIdle AND every predicate rule that the class cache may hold
+    (static and node-usage ones); `fits_idle` the fit on Idle; `total` the summed node score, or None
+    when a score rule needs the candidate group (a rule reading anything else, or a normalised rule
+    whose values are not all zero for this class: its scale depends on the group's maximum)."""
+
+    task: TaskInfo  # the first task of the class: every rule the view holds sees the same of any other
+    static_mask: np.ndarray | None
+    # the score rules in combination order: a static rule's score on every node, or None (node usage:
+    # computed per row); rules that always score 0 are left out (adding 0.0 changes no sum)
+    parts: list[tuple[CompiledRule, np.ndarray | None]]
+    cols: list[int]
+    request: np.ndarray
+    unknown: bool
+    feasible: np.ndarray
+    fits_idle: np.ndarray
+    total: np.ndarray | None
+    synced: int  # entries of NodeArrays.changed already applied
 
 
 class Placement:
@@ -125,6 +161,10 @@ class Placement:
         self.score_rules = runtime._rules("node_order")
         self._static: dict[tuple[Any, ...], np.ndarray] = {}
         self._cached: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._views: dict[tuple[Any, ...], _ClassView] = {}
+        self._node_predicates = [r for r in self._dynamic_predicates if r.depends == "node"]
+        self._any_predicates = [r for r in self._dynamic_predicates if r.depends == "any"]
+        self._view_reads = frozenset().union(*(r.reads for r in (*self.predicates, *self.score_rules)))
         self._start = 0
         n = len(self.node_list)
         self._all_rows = np.arange(n)
@@ -230,18 +270,108 @@ class Placement:
 
     def feasible_rows(self, task: TaskInfo, errors: FitErrors) -> np.ndarray:
         """`feasible_nodes` as row indices into the session's node arrays (the fast path)."""
-        mask = self._fit_mask(task, self.arrays.future_idle())
-        if self._static_predicates:
-            mask &= self._static_mask(task)
-        for rule in self._dynamic_predicates:
-            rows = np.flatnonzero(mask)
-            if not len(rows):
-                break
-            mask[rows] &= self._rule_values(rule, task, rows).astype(bool)
+        view = self._view(task)
+        mask = view.feasible
+        if self._any_predicates:
+            mask = mask.copy()
+            for rule in self._any_predicates:
+                rows = np.flatnonzero(mask)
+                if not len(rows):
+                    break
+                mask[rows] &= self._eval(rule, task, rows).astype(bool)
         rows = self._sample(mask) if self.sample else np.flatnonzero(mask)
         if not len(rows):
             self._feasible_scalar(task, errors, self.node_list)
         return rows
+
+    # per task class, on every node ------------------------------------------------------------------
+    def _view(self, task: TaskInfo) -> _ClassView:
+        """The task's class view, brought up to date with every node change since it was last used."""
+        key = task_key(task, self._view_reads | {"resreq"})
+        view = self._views.get(key)
+        if view is None:
+            view = self._views[key] = self._new_view(task)
+            return view
+        changed = self.arrays.changed
+        if view.synced < len(changed):
+            stale = changed[view.synced:]
+            view.synced = len(changed)
+            if len(stale) > _SCALAR_BELOW:
+                self._refresh_rows(view, np.unique(np.array(stale, dtype=np.int64)))
+            else:
+                for i in dict.fromkeys(stale):
+                    self._refresh_row(view, i)
+        return view
+
+    def _new_view(self, task: TaskInfo) -> _ClassView:
+        a = self.arrays
+        unknown = bool(a.unknown_dims(task.resreq))
+        request = a.cached_vector(task.resreq)
+        cols = sorted({*self._cpu_mem, *(a.index[k] for k in task.resreq if k in a.index)})
+        n = len(self.node_list)
+        static_mask = self._static_mask(task) if self._static_predicates else None
+        parts = self._score_parts(task)
+        view = _ClassView(task, static_mask, parts or [], cols, request, unknown, np.zeros(n, dtype=bool),
+                          np.zeros(n, dtype=bool), None if parts is None else np.zeros(n), len(a.changed))
+        self._refresh_rows(view, self._all_rows)
+        return view
+
+    def _score_parts(self, task: TaskInfo) -> list[tuple[CompiledRule, np.ndarray | None]] | None:
+        """How the view sums node scores for this class, or None when it cannot keep them per node."""
+        parts: list[tuple[CompiledRule, np.ndarray | None]] = []
+        for rule in self.score_rules:
+            if rule.depends == "any" or (rule.normalize_weight is not None and rule.depends != "static"):
+                return None
+            if _always_zero(rule.term):
+                continue
+            if rule.depends == "static":
+                raw = self._rule_values(rule, task, self._all_rows)
+                if rule.normalize_weight is not None and raw.any():
+                    return None  # scaled by the candidate group's maximum: no per-node score
+                parts.append((rule, rule_score(rule, raw, self.rt.env)))
+            else:
+                parts.append((rule, None))
+        return parts
+
+    def _refresh_rows(self, view: _ClassView, rows: np.ndarray) -> None:
+        """Recompute the view on `rows` with the batched rules (the first build: every row)."""
+        if view.unknown:
+            return
+        task, a, c = view.task, self.arrays, view.cols
+        view.fits_idle[rows] = np.all(a.idle_now[np.ix_(rows, c)] >= view.request[c], axis=1)
+        ok = np.all(a.future[np.ix_(rows, c)] >= view.request[c], axis=1)
+        if view.static_mask is not None:
+            ok &= view.static_mask[rows]
+        for rule in self._node_predicates:
+            ok &= self._eval(rule, task, rows).astype(bool)
+        view.feasible[rows] = ok
+        if view.total is not None:
+            total = np.zeros(len(rows))
+            for rule, values in view.parts:
+                total += values[rows] if values is not None else self._eval(rule, task, rows)
+            view.total[rows] = total
+
+    def _refresh_row(self, view: _ClassView, i: int) -> None:
+        """`_refresh_rows` for one changed node, through the rules' scalar forms (the same answers)."""
+        if view.unknown:
+            return
+        task, a, c = view.task, self.arrays, view.cols
+        view.fits_idle[i] = bool((a.idle_now[i, c] >= view.request[c]).all())
+        ok = bool((a.future[i, c] >= view.request[c]).all())
+        if ok and view.static_mask is not None:
+            ok = bool(view.static_mask[i])
+        node = self.node_list[i]
+        call = self.rt._call
+        for rule in self._node_predicates:
+            if not ok:
+                break
+            ok = bool(call(rule, task, node))
+        view.feasible[i] = ok
+        if view.total is not None:
+            total = 0.0
+            for rule, values in view.parts:
+                total += float(values[i]) if values is not None else float(call(rule, task, node))
+            view.total[i] = total
 
     def _sample(self, mask: np.ndarray) -> np.ndarray:
         """Volcano's node sampling: above 100 nodes, stop after enough feasible ones, round-robin."""
@@ -313,11 +443,12 @@ class Placement:
         return self.best_row(task, rows)
 
     def best_row(self, task: TaskInfo, rows: np.ndarray) -> tuple[NodeInfo, bool]:
-        idle_rows = rows[self._fit_mask(task, self.arrays.idle())[rows]]
+        view = self._view(task)
+        idle_rows = rows[view.fits_idle[rows]]
         group = idle_rows if len(idle_rows) else rows
         if len(group) == 1:
             return self.node_list[int(group[0])], bool(len(idle_rows))
-        scores = self._scores_rows(task, group)
+        scores = view.total[group] if view.total is not None else self._scores_rows(task, group)
         pick = np.argmax(scores) if self.pack is None else self.pack(task, group, scores, bool(len(idle_rows)))
         return self.node_list[int(group[int(pick)])], bool(len(idle_rows))
 

@@ -112,6 +112,8 @@ class Runtime:
                 entries = [(p, p.rules(callback)) for p in tier]
                 per_tier.append([(p, rs) for p, rs in entries if rs])
             self._by_callback[callback] = per_tier
+        self._flat: dict[str, list[CompiledRule]] = {}
+        self._flatten()
         if counts is not None:
             self._scalar_only()
 
@@ -119,7 +121,12 @@ class Runtime:
         return any(self._by_callback[callback])
 
     def _rules(self, callback: str) -> list[CompiledRule]:
-        return [r for tier in self._by_callback[callback] for _p, rules in tier for r in rules]
+        return self._flat[callback]
+
+    def _flatten(self) -> None:
+        """Each callback's rules in combination order, listed once (asked for on every comparison)."""
+        self._flat = {cb: [r for tier in per_tier for _p, rules in tier for r in rules]
+                      for cb, per_tier in self._by_callback.items()}
 
     def _call(self, rule: CompiledRule, *args: Any) -> Any:
         self.calls += 1
@@ -144,6 +151,7 @@ class Runtime:
             for entries in per_tier:
                 for i, (plugin, rules) in enumerate(entries):
                     entries[i] = (plugin, [_scalar(r) for r in rules])
+        self._flatten()
 
     # orders: first non-zero ----------------------------------------------------------------------
     def _order(self, callback: str, l: Any, r: Any) -> int:

@@ -272,6 +272,9 @@ class NodeArrays:
         self.pipelined = np.zeros(shape)
         self.pod_count = np.zeros(len(nodes))
         self.version = np.zeros(len(nodes), dtype=np.int64)
+        # every row change in order (a row appears once per change): per-task-class answers kept by
+        # the placement catch up by reading the entries added since they last looked
+        self.changed: list[int] = []
         self.idle_now = np.zeros(shape)  # allocatable - used, kept per row by SessionState._sync_arrays
         self.future = np.zeros(shape)  # idle + releasing - pipelined (Volcano's FutureIdle)
         for i, n in enumerate(nodes):
@@ -425,11 +428,31 @@ class SessionState:
         arrays.idle_now[i] = arrays.allocatable[i] - arrays.used[i]
         arrays.future[i] = arrays.idle_now[i] + arrays.releasing[i] - arrays.pipelined[i]
         arrays.version[i] += 1
+        arrays.changed.append(i)
+
+    def _restatus_in_place(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Allocated -> Binding and the like: same node, same usage, same share; only the job's counts
+        change. The task still moves to the end of its node's list, as a remove and re-add would."""
+        node = self.nodes.get(task.node_name) if task.node_name else None
+        if node is not None and task in node.tasks:
+            node.tasks.remove(task)
+            node.tasks.append(task)
+        job = task.job
+        if job is not None:
+            job.track(task, -1)
+        task.status = status
+        if job is not None:
+            job.track(task, 1)
+        self.devices.on_status(task)
 
     def set_status(self, task: TaskInfo, status: TaskStatus, node_name: str | None = None) -> None:
         """Move a task to `status` (and `node_name`, "" to unplace), keeping every aggregate in step."""
         self.version += 1
         job = task.job
+        if (task.status in ALLOCATED_STATUSES and status in ALLOCATED_STATUSES
+                and (node_name is None or node_name == task.node_name)):
+            self._restatus_in_place(task, status)
+            return
         was_allocated = task.status in SHARE_STATUSES
         old_node = self.nodes.get(task.node_name) if task.node_name else None
         if old_node is not None and task in old_node.tasks:

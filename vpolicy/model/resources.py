@@ -38,7 +38,7 @@ class Resources(_MappingBase):
     ABCMeta's instance check each time.
     """
 
-    __slots__ = ("_v", "_hash")
+    __slots__ = ("_v", "_hash", "_share")
 
     def __init__(self, values: Mapping[str, int] | Iterable[tuple[str, int]] = ()):
         # exact-type checks first: isinstance against the Mapping ABC is slow on this hot path
@@ -50,6 +50,7 @@ class Resources(_MappingBase):
             items = values.items() if isinstance(values, Mapping) else values
         self._v: dict[str, int] = {k: int(v) for k, v in items if v}
         self._hash: int | None = None
+        self._share: tuple[object, float] | None = None
 
     @classmethod
     def _raw(cls, values: dict[str, int]) -> "Resources":
@@ -57,6 +58,7 @@ class Resources(_MappingBase):
         out = cls.__new__(cls)
         out._v = values
         out._hash = None
+        out._share = None
         return out
 
     # Mapping protocol ---------------------------------------------------------------------------
@@ -158,9 +160,22 @@ class Resources(_MappingBase):
         return sorted(k for k, v in self._v.items() if v > other.get(k, 0))
 
     def max_ratio(self, denominators: Mapping[str, int], *, names: Iterable[str] | None = None) -> float:
-        """max over names of self/denominator; 0/0 = 0 and x/0 = 1 (Volcano's share convention)."""
+        """max over names of self/denominator; 0/0 = 0 and x/0 = 1 (Volcano's share convention).
+
+        The last answer over all dimensions is kept with its denominator (both immutable): job orders
+        ask a job's share of the cluster total on every comparison."""
+        if names is None and type(denominators) is Resources:
+            memo = self._share
+            if memo is not None and memo[0] is denominators:
+                return memo[1]
+            best = self._max_ratio(denominators, denominators.keys())
+            self._share = (denominators, best)
+            return best
+        return self._max_ratio(denominators, denominators.keys() if names is None else names)
+
+    def _max_ratio(self, denominators: Mapping[str, int], names: Iterable[str]) -> float:
         best = 0.0
-        for k in names if names is not None else denominators.keys():
+        for k in names:
             num, den = self._v.get(k, 0), denominators.get(k, 0)
             share = (0.0 if num == 0 else 1.0) if den == 0 else num / den
             best = max(best, share)

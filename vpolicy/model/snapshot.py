@@ -39,6 +39,10 @@ class TaskStatus(enum.Enum):
     FAILED = "Failed"
     UNKNOWN = "Unknown"
 
+    # Members are singletons compared by identity; Enum's own __hash__ is a Python function, and the
+    # engine hashes statuses in every set lookup of every status change.
+    __hash__ = object.__hash__
+
 
 ALLOCATED_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED})
 READY_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
