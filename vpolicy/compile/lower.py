@@ -276,6 +276,7 @@ def _generate(module: CompiledModule, fns: dict[str, Callable[..., Any]]) -> Non
     if os.environ.get("VPOLICY_NO_CODEGEN"):
         return
     gen = pycode.Generator(fns)
+    gen.declare(module.functions)
     try:
         for name, (params, term) in module.functions.items():
             gen.add_function(name, params, term)

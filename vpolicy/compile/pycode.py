@@ -15,9 +15,17 @@ import re
 from typing import Any, Callable
 
 from vpolicy.compile import evaluate, ir
-from vpolicy.lang.builtins import OBJECT_TYPES
+from vpolicy.compile.functions import FUNCTIONS as BUILTIN_IMPLS
+from vpolicy.lang.builtins import FUNCTIONS, OBJECT_TYPES
 
 _PLAIN_ATTRS = frozenset(a for attrs in OBJECT_TYPES.values() for a in attrs) - {"status"}
+# What the checker guarantees is a plain int or float at run time: such operands get Python's own
+# operators instead of the helpers that also handle resource vectors (same answers, no call).
+_NUMBER_TYPES = ("int", "number")
+_NUMERIC_ATTRS = frozenset(a for attrs in OBJECT_TYPES.values() for a, spec in attrs.items()
+                           if spec.type in _NUMBER_TYPES)
+_NUMERIC_FUNCS = frozenset(name for name, f in FUNCTIONS.items() if f.result in _NUMBER_TYPES)
+_ARITHMETIC = {"+": "+", "-": "-", "*": "*", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
 class Unsupported(Exception):
@@ -80,20 +88,24 @@ class Generator:
         self.sources: list[str] = []
         self._consts: dict[int, str] = {}
         self._n = 0
+        self._function_terms: dict[str, ir.Term] = {}
+        self._numeric_memo: dict[str, bool] = {}
+
+    def declare(self, functions: dict[str, tuple[tuple[str, ...], ir.Term]]) -> None:
+        """The module's helper functions, so a call's result type is known before its body is emitted."""
+        self._function_terms.update({name: term for name, (_params, term) in functions.items()})
 
     # public ---------------------------------------------------------------------------------------
     def add_function(self, name: str, params: tuple[str, ...], term: ir.Term) -> None:
         args = ", ".join(_ident(p) for p in params)
         body = self.expr(term)
         self.sources.append(f"def u_{_mangle(name)}(env{', ' if args else ''}{args}):\n"
-                            f"    cluster = env.get('cluster'); S = env.get('$session')\n"
-                            f"    return {body}\n")
+                            f"{_globals(body)}    return {body}\n")
 
     def add_entry(self, name: str, params: tuple[str, ...], term: ir.Term) -> None:
         loads = "".join(f"    {_ident(p)} = env[{p!r}]\n" for p in params)
         body = self.expr(term)
-        self.sources.append(f"def e_{name}(env):\n    cluster = env.get('cluster'); S = env.get('$session')\n"
-                            f"{loads}    return {body}\n")
+        self.sources.append(f"def e_{name}(env):\n{_globals(body)}{loads}    return {body}\n")
 
     def build(self) -> dict[str, Any]:
         code = "\n".join(self.sources)
@@ -130,7 +142,13 @@ class Generator:
         if isinstance(t, ir.Apply):
             if f"f_{t.func}" not in self.ns:
                 raise Unsupported(t.func)
-            return f"f_{t.func}({', '.join(self.expr(a) for a in t.args)})"
+            args = [self.expr(a) for a in t.args]
+            # the two commonest built-ins inline, when they are the standard ones
+            if t.func == "get" and self.ns["f_get"] is BUILTIN_IMPLS["get"]:
+                return f"({args[0]}).get({args[1]}, 0)"
+            if t.func == "floor" and self.ns["f_floor"] is BUILTIN_IMPLS["floor"]:
+                return f"int(({args[0]}) // 1)"
+            return f"f_{t.func}({', '.join(args)})"
         if isinstance(t, ir.CallUser):
             args = "".join(", " + self.expr(a) for a in t.args)
             return f"u_{_mangle(t.func)}(env{args})"
@@ -142,6 +160,8 @@ class Generator:
                 return f"(not {a[0]})"
             if t.op == "neg":
                 return f"(-{a[0]})"
+            if t.op in _ARITHMETIC and all(self.numeric(x) for x in t.args):
+                return f"({a[0]} {_ARITHMETIC[t.op]} {a[1]})"
             helper = {"+": "_add", "-": "_sub", "*": "_mul", "/": "_div", "<=": "_le", "<": "_lt"}.get(t.op)
             if helper:
                 return f"{helper}({a[0]}, {a[1]})"
@@ -172,6 +192,29 @@ class Generator:
             return "[" + ", ".join(self.expr(x) for x in t.items) + "]"
         raise Unsupported(type(t).__name__)
 
+    def numeric(self, t: ir.Term) -> bool:
+        """True when the term is a plain int or float whatever the session (never a resource vector)."""
+        if isinstance(t, ir.Const):
+            return isinstance(t.value, (int, float))
+        if isinstance(t, ir.Apply):
+            return t.func in _NUMERIC_FUNCS
+        if isinstance(t, ir.GetAttr):
+            return t.name in _NUMERIC_ATTRS and t.name != "status"
+        if isinstance(t, ir.Op):
+            return t.op in ("+", "-", "*", "/", "neg") and all(self.numeric(a) for a in t.args)
+        if isinstance(t, ir.Cond):
+            return self.numeric(t.then) and self.numeric(t.orelse)
+        if isinstance(t, ir.Agg):
+            return t.func == "count"
+        if isinstance(t, ir.CallUser):
+            known = self._numeric_memo.get(t.func)
+            if known is None:
+                self._numeric_memo[t.func] = False  # a recursive call is not assumed numeric
+                term = self._function_terms.get(t.func)
+                known = self._numeric_memo[t.func] = term is not None and self.numeric(term)
+            return known
+        return False
+
     def _agg(self, t: ir.Agg) -> str:
         var = _ident(t.var)
         src = self.expr(t.source)
@@ -192,6 +235,16 @@ class Generator:
         if t.func == "map":
             return f"{{{var}: {body or 'True'} {loop}}}"
         return f"_fold({t.func!r}, ({body or var} {loop}))"
+
+
+def _globals(body: str) -> str:
+    """Load the cluster and the session constants only in functions that use them."""
+    lines = ""
+    if "cluster" in body:
+        lines += "    cluster = env.get('cluster')\n"
+    if "S[" in body:
+        lines += "    S = env.get('$session')\n"
+    return lines
 
 
 def _index(container: Any, key: Any) -> Any:

@@ -29,26 +29,24 @@ class PriorityQueue(Generic[T]):
         self._up(len(self._items) - 1)
 
     def pop(self) -> T:
-        n = len(self._items) - 1
-        self._swap(0, n)
+        items = self._items
+        n = len(items) - 1
+        items[0], items[n] = items[n], items[0]
         self._down(0, n)
         return self._items.pop()
 
-    def _swap(self, i: int, j: int) -> None:
-        self._items[i], self._items[j] = self._items[j], self._items[i]
-
-    def _lt(self, i: int, j: int) -> bool:
-        return self._less(self._items[i], self._items[j])
-
+    # Go's up and down, with the comparisons and swaps written inline (this runs for every task pop).
     def _up(self, j: int) -> None:
+        items, less = self._items, self._less
         while j > 0:
             i = (j - 1) // 2
-            if i == j or not self._lt(j, i):
+            if i == j or not less(items[j], items[i]):
                 break
-            self._swap(i, j)
+            items[i], items[j] = items[j], items[i]
             j = i
 
     def _down(self, i0: int, n: int) -> None:
+        items, less = self._items, self._less
         i = i0
         while True:
             j1 = 2 * i + 1
@@ -56,9 +54,9 @@ class PriorityQueue(Generic[T]):
                 break
             j = j1
             j2 = j1 + 1
-            if j2 < n and self._lt(j2, j1):
+            if j2 < n and less(items[j2], items[j1]):
                 j = j2
-            if not self._lt(j, i):
+            if not less(items[j], items[i]):
                 break
-            self._swap(i, j)
+            items[i], items[j] = items[j], items[i]
             i = j

@@ -14,6 +14,7 @@ answers (`DECIDES`), by swapping in a counting `_call` on that instance.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,8 +22,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from vpolicy.compile import ir
 from vpolicy.compile.ir import Label
-from vpolicy.compile.lower import CompiledModule, CompiledRule
+from vpolicy.compile.lower import CompiledModule, CompiledRule, classify
 from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, SessionState, TaskInfo
 from vpolicy.lang.builtins import CALLBACKS
 
@@ -127,6 +129,9 @@ class Runtime:
         """Each callback's rules in combination order, listed once (asked for on every comparison)."""
         self._flat = {cb: [r for tier in per_tier for _p, rules in tier for r in rules]
                       for cb, per_tier in self._by_callback.items()}
+        self._orders = {cb: [(rule, _fixed_key(rule)) for rule in self._flat[cb]]
+                        for cb in ("queue_order", "job_order", "task_order")}
+        self._order_memo: dict[tuple[int, Any, Any], Any] = {}
 
     def _call(self, rule: CompiledRule, *args: Any) -> Any:
         self.calls += 1
@@ -155,8 +160,15 @@ class Runtime:
 
     # orders: first non-zero ----------------------------------------------------------------------
     def _order(self, callback: str, l: Any, r: Any) -> int:
-        for rule in self._rules(callback):
-            v = self._call(rule, l, r)
+        memo = self._order_memo
+        for rule, key in self._orders[callback]:
+            if key is None:
+                v = self._call(rule, l, r)
+            else:
+                k = (id(rule), key(l), key(r))
+                v = memo.get(k)
+                if v is None:
+                    v = memo[k] = self._call(rule, l, r)
             if v:
                 return -1 if v < 0 else 1
         return 0
@@ -276,6 +288,44 @@ class Runtime:
             if victims:
                 return victims, first_rule
         return [], None
+
+
+# Attributes that never change within a session, on tasks, jobs and queues alike: an order rule that
+# reads nothing else answers the same for the same values, so its answers are remembered by them.
+_FIXED_ATTRS = frozenset({"priority", "name", "namespace", "uid", "key", "role", "resreq", "best_effort",
+                          "priority_class_name", "weight"})
+
+
+def _fixed_key(rule: CompiledRule) -> Callable[[Any], Any] | None:
+    """The values an order rule's answer depends on, when they are all fixed attributes of its operands
+    (read through `attrgetter`, in C); None when the rule reads anything that can change."""
+    reads = rule.reads or classify(rule.term, {})[1]
+    if not reads or not reads <= _FIXED_ATTRS or _reads_beyond_operands(rule):
+        return None
+    return operator.attrgetter(*sorted(reads))
+
+
+def _reads_beyond_operands(rule: CompiledRule) -> bool:
+    """True when the rule reads anything but attributes of its own parameters (a helper call, the
+    cluster, a session constant, an attribute of an attribute)."""
+    found = False
+
+    def walk(t: object) -> None:
+        nonlocal found
+        if isinstance(t, (ir.CallUser, ir.SessionRef, ir.Select, ir.Agg, ir.Bind)):
+            found = True
+        elif isinstance(t, ir.GetAttr) and not (isinstance(t.obj, ir.Var) and t.obj.name in rule.params):
+            found = True
+        elif isinstance(t, ir.Var) and t.name not in rule.params:
+            found = True
+        for name in getattr(t, "__dataclass_fields__", {}):
+            child = getattr(t, name)
+            for c in child if isinstance(child, tuple) else (child,):
+                if c is not None and not isinstance(c, (str, int, float, bool)):
+                    walk(c)
+
+    walk(rule.term)
+    return found
 
 
 def _scalar(rule: CompiledRule) -> CompiledRule:
