@@ -67,8 +67,15 @@ class NodeBatch:
         self.n = len(infos)
         self._columns = columns
         self._counts = counts
+        self._read: dict[str, Any] = {}  # columns are read many times by one rule and shared by several
 
     def attr(self, name: str) -> Any:
+        value = self._read.get(name)
+        if value is None:
+            value = self._read[name] = self._attr(name)
+        return value
+
+    def _attr(self, name: str) -> Any:
         if name in RESOURCE_ATTRS:
             return self._columns(name)
         if name in COUNT_ATTRS:

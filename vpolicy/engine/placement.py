@@ -140,6 +140,7 @@ class _ClassView:
     parts: list[tuple[CompiledRule, np.ndarray | None]]
     cols: list[int]
     request: np.ndarray
+    wants: list[tuple[int, float]]  # (column, request) of `cols`, for the one-row check
     unknown: bool
     feasible: np.ndarray
     fits_idle: np.ndarray
@@ -201,12 +202,13 @@ class Placement:
 
         return NodeBatch(_LazyInfos(self.node_list, rows), columns, counts)
 
-    def _eval(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+    def _eval(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray, batch: NodeBatch | None = None) -> np.ndarray:
+        """A rule's answers on `rows` (`batch`: the same rows as a batch, to share its columns)."""
         # numpy pays a fixed cost per operation: for a handful of nodes the scalar closure is cheaper
         if rule.vector is not None and len(rows) > _SCALAR_BELOW:
             env = dict(self.rt.env)
             env[rule.params[0]] = task
-            env[rule.params[1]] = self._batch(rows)
+            env[rule.params[1]] = batch if batch is not None else self._batch(rows)
             self.rt.calls += 1
             out = rule.vector(env)
             return np.broadcast_to(np.asarray(out, dtype=float), (len(rows),)).copy()
@@ -311,7 +313,8 @@ class Placement:
         n = len(self.node_list)
         static_mask = self._static_mask(task) if self._static_predicates else None
         parts = self._score_parts(task)
-        view = _ClassView(task, static_mask, parts or [], cols, request, unknown, np.zeros(n, dtype=bool),
+        wants = [(j, float(request[j])) for j in cols]
+        view = _ClassView(task, static_mask, parts or [], cols, request, wants, unknown, np.zeros(n, dtype=bool),
                           np.zeros(n, dtype=bool), None if parts is None else np.zeros(n), len(a.changed))
         self._refresh_rows(view, self._all_rows)
         return view
@@ -342,22 +345,24 @@ class Placement:
         ok = np.all(a.future[np.ix_(rows, c)] >= view.request[c], axis=1)
         if view.static_mask is not None:
             ok &= view.static_mask[rows]
+        batch = self._batch(rows)
         for rule in self._node_predicates:
-            ok &= self._eval(rule, task, rows).astype(bool)
+            ok &= self._eval(rule, task, rows, batch).astype(bool)
         view.feasible[rows] = ok
         if view.total is not None:
             total = np.zeros(len(rows))
             for rule, values in view.parts:
-                total += values[rows] if values is not None else self._eval(rule, task, rows)
+                total += values[rows] if values is not None else self._eval(rule, task, rows, batch)
             view.total[rows] = total
 
     def _refresh_row(self, view: _ClassView, i: int) -> None:
         """`_refresh_rows` for one changed node, through the rules' scalar forms (the same answers)."""
         if view.unknown:
             return
-        task, a, c = view.task, self.arrays, view.cols
-        view.fits_idle[i] = bool((a.idle_now[i, c] >= view.request[c]).all())
-        ok = bool((a.future[i, c] >= view.request[c]).all())
+        task, a = view.task, self.arrays
+        idle, future = a.idle_now[i].tolist(), a.future[i].tolist()
+        view.fits_idle[i] = all(idle[j] >= v for j, v in view.wants)
+        ok = all(future[j] >= v for j, v in view.wants)
         if ok and view.static_mask is not None:
             ok = bool(view.static_mask[i])
         node = self.node_list[i]
