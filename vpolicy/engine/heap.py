@@ -6,9 +6,20 @@ sift-down steps. Reproducing them is the only way to pop in Volcano's order.
 """
 from __future__ import annotations
 
-from typing import Callable, Generic, Iterable, TypeVar
+import bisect
+import functools
+from typing import Callable, Generic, Iterable, Protocol, TypeVar
 
 T = TypeVar("T")
+
+
+class Queue(Protocol[T]):
+    """What actions use of a priority queue (PriorityQueue and SortedQueue both are one)."""
+
+    def __len__(self) -> int: ...
+    def empty(self) -> bool: ...
+    def push(self, item: T) -> None: ...
+    def pop(self) -> T: ...
 
 
 class PriorityQueue(Generic[T]):
@@ -60,3 +71,26 @@ class PriorityQueue(Generic[T]):
                 break
             items[i], items[j] = items[j], items[i]
             i = j
+
+
+class SortedQueue(Generic[T]):
+    """PriorityQueue's interface over a list kept sorted, for a `less` that is a fixed strict total
+    order (it compares only values that never change, and never ties): Go's heap then pops exactly
+    the sorted order, and sorting once costs far fewer comparisons than sifting on every pop."""
+
+    def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = ()):
+        self._key = functools.cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
+        self._items = sorted(items, key=self._key, reverse=True)  # the next item is at the end
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def push(self, item: T) -> None:
+        keys = [self._key(x) for x in self._items]
+        self._items.insert(len(keys) - bisect.bisect_left(keys[::-1], self._key(item)), item)
+
+    def pop(self) -> T:
+        return self._items.pop()

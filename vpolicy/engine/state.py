@@ -275,7 +275,7 @@ class NodeArrays:
         # every row change in order (a row appears once per change): per-task-class answers kept by
         # the placement catch up by reading the entries added since they last looked
         self.changed: list[int] = []
-        self.idle_now = np.zeros(shape)  # allocatable - used, kept per row by SessionState._sync_arrays
+        self.idle_now = np.zeros(shape)  # allocatable - used, kept per row by SessionState._row_changed
         self.future = np.zeros(shape)  # idle + releasing - pipelined (Volcano's FutureIdle)
         for i, n in enumerate(nodes):
             self.allocatable[i] = self.vector(n.allocatable)
@@ -397,24 +397,41 @@ class SessionState:
 
     # node bookkeeping -----------------------------------------------------------------------------
     def _add_to_node(self, task: TaskInfo, node: NodeInfo) -> None:
-        node.tasks.append(task)
-        if task.status is TaskStatus.PIPELINED:
-            node.pipelined = node.pipelined + task.resreq
-        else:
-            node.used = node.used + task.resreq
-            if task.status is TaskStatus.RELEASING:
-                node.releasing = node.releasing + task.resreq
-        self._sync_arrays(node)
+        self._move_on_node(task, node, 1)
 
     def _remove_from_node(self, task: TaskInfo, node: NodeInfo) -> None:
-        node.tasks.remove(task)
-        if task.status is TaskStatus.PIPELINED:
-            node.pipelined = node.pipelined - task.resreq
+        self._move_on_node(task, node, -1)
+
+    def _move_on_node(self, task: TaskInfo, node: NodeInfo, sign: int) -> None:
+        """Add (sign 1) or remove (-1) a task's request on its node, in NodeInfo and in the arrays.
+
+        The arrays move by the same integer amounts as the Resources (float sums of integers are exact
+        far beyond any cluster's size), so they are changed in place rather than rebuilt from dicts."""
+        if sign > 0:
+            node.tasks.append(task)
         else:
-            node.used = node.used - task.resreq
-            if task.status is TaskStatus.RELEASING:
-                node.releasing = node.releasing - task.resreq
-        self._sync_arrays(node)
+            node.tasks.remove(task)
+        request = task.resreq if sign > 0 else -task.resreq
+        pipelined = task.status is TaskStatus.PIPELINED
+        releasing = task.status is TaskStatus.RELEASING
+        if pipelined:
+            node.pipelined = node.pipelined + request
+        else:
+            node.used = node.used + request
+            if releasing:
+                node.releasing = node.releasing + request
+        arrays = getattr(self, "arrays", None)
+        if arrays is None:
+            return  # still building: the arrays are filled once every pod is placed
+        i = arrays.row[node.name]
+        vec = arrays.cached_vector(task.resreq)  # dimensions no node has are left out, as in `vector`
+        if pipelined:
+            arrays.pipelined[i] += sign * vec
+        else:
+            arrays.used[i] += sign * vec
+            if releasing:
+                arrays.releasing[i] += sign * vec
+        self._row_changed(arrays, i, len(node.tasks))
 
     def _sync_arrays(self, node: NodeInfo) -> None:
         arrays = getattr(self, "arrays", None)
@@ -424,7 +441,11 @@ class SessionState:
         arrays.used[i] = arrays.vector(node.used)
         arrays.releasing[i] = arrays.vector(node.releasing)
         arrays.pipelined[i] = arrays.vector(node.pipelined)
-        arrays.pod_count[i] = len(node.tasks)
+        self._row_changed(arrays, i, len(node.tasks))
+
+    @staticmethod
+    def _row_changed(arrays: NodeArrays, i: int, pods: int) -> None:
+        arrays.pod_count[i] = pods
         arrays.idle_now[i] = arrays.allocatable[i] - arrays.used[i]
         arrays.future[i] = arrays.idle_now[i] + arrays.releasing[i] - arrays.pipelined[i]
         arrays.version[i] += 1

@@ -8,7 +8,7 @@ that is neither ready nor pipelined is discarded, all or nothing.
 from __future__ import annotations
 
 from vpolicy.engine.actions.context import ActionContext
-from vpolicy.engine.heap import PriorityQueue
+from vpolicy.engine.heap import PriorityQueue, Queue
 from vpolicy.engine.placement import FitErrors
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
@@ -19,7 +19,7 @@ def run(ctx: ActionContext) -> None:
     rt = ctx.runtime
     queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
     jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-    worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
+    worksheets: dict[str, Queue[TaskInfo]] = {}
     for job in ctx.state.jobs.values():
         if job.phase == PodGroupPhase.PENDING.value:
             if "enqueue" in ctx.actions:
@@ -33,7 +33,7 @@ def run(ctx: ActionContext) -> None:
         tasks = ctx.pending_tasks(job)
         if not tasks:
             continue
-        worksheets[job.key] = PriorityQueue(rt.task_before, tasks)
+        worksheets[job.key] = rt.task_queue(tasks)
         if job.queue.name not in jobs_by_queue:
             jobs_by_queue[job.queue.name] = PriorityQueue(rt.job_before)
             queues.push(job.queue)
@@ -65,7 +65,7 @@ def _drain(jobs: PriorityQueue[JobInfo] | None) -> list[JobInfo]:
     return out
 
 
-def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: PriorityQueue[TaskInfo]) -> Statement | None:
+def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo]) -> Statement | None:
     rt = ctx.runtime
     stmt = ctx.statement()
     failed_roles = job.failed_roles  # session-wide, as Volcano's per-job fit-error cache

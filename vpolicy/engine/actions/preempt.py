@@ -10,7 +10,7 @@ from __future__ import annotations
 from vpolicy.engine import optimize
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.actions.evict_common import candidates_on, fits_with, nodes_with_candidates, ordered_victims
-from vpolicy.engine.heap import PriorityQueue
+from vpolicy.engine.heap import PriorityQueue, Queue
 from vpolicy.engine.placement import SPEC_READS, fits, task_key
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
@@ -23,7 +23,7 @@ def run(ctx: ActionContext) -> None:
     rt = ctx.runtime
     queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
     preemptors: dict[str, PriorityQueue[JobInfo]] = {}
-    tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+    tasks: dict[str, Queue[TaskInfo]] = {}
     under_request: list[JobInfo] = []
     seen: set[str] = set()
     for job in ctx.schedulable_jobs():
@@ -36,7 +36,7 @@ def run(ctx: ActionContext) -> None:
                 continue
             under_request.append(job)
             preemptors.setdefault(job.queue.name, PriorityQueue(rt.job_before)).push(job)
-            tasks[job.key] = PriorityQueue(rt.task_before, pending)
+            tasks[job.key] = rt.task_queue(pending)
 
     while not queues.empty():
         queue = queues.pop()
@@ -65,7 +65,7 @@ def run(ctx: ActionContext) -> None:
         for job in under_request:
             if not any(t.status in _PREEMPTABLE_STATUSES for t in job.tasks):
                 continue  # nothing of its own to preempt: no node can offer a same-job victim
-            own: PriorityQueue[TaskInfo] = PriorityQueue(rt.task_before, ctx.pending_tasks(job))
+            own = rt.task_queue(ctx.pending_tasks(job))
             while not own.empty():
                 preemptor = own.pop()
                 stmt = ctx.statement()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from vpolicy.engine import optimize
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims
-from vpolicy.engine.heap import PriorityQueue
+from vpolicy.engine.heap import PriorityQueue, Queue
 from vpolicy.engine.placement import SPEC_READS, fits, task_key
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
@@ -20,7 +20,7 @@ def run(ctx: ActionContext) -> None:
     rt = ctx.runtime
     queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
     preemptors: dict[str, PriorityQueue[JobInfo]] = {}
-    tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+    tasks: dict[str, Queue[TaskInfo]] = {}
     for job in ctx.schedulable_jobs():
         if not rt.job_starving(job):
             continue
@@ -31,7 +31,7 @@ def run(ctx: ActionContext) -> None:
             preemptors[job.queue.name] = PriorityQueue(rt.job_before)
             queues.push(job.queue)
         preemptors[job.queue.name].push(job)
-        tasks[job.key] = PriorityQueue(rt.task_before, pending)
+        tasks[job.key] = rt.task_queue(pending)
 
     while not queues.empty():
         queue = queues.pop()
