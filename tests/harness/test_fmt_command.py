@@ -1,6 +1,7 @@
 """`vpolicy fmt`: the canonical layout of whole files, comments kept, idempotent, `--check` diffs."""
 from __future__ import annotations
 
+import re
 import textwrap
 from collections import Counter
 from pathlib import Path
@@ -13,6 +14,7 @@ from vpolicy import cli
 from vpolicy.harness import fmt
 from vpolicy.harness.policy import policy_root
 from vpolicy.lang import grammar
+from vpolicy.lang.fmt import WIDTH
 from vpolicy.lang.parse import parse_text
 
 SHIPPED = sorted(policy_root().rglob("*.vpol"))
@@ -33,6 +35,17 @@ def test_every_shipped_policy_formats_idempotently_to_the_same_ast_keeping_every
     assert parse_text(once, str(path)) == parse_text(text, str(path))
     assert fmt.format_text(once, str(path)) == once
     assert _comment_texts(once) == _comment_texts(text)
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.relative_to(policy_root()).as_posix()) for p in SHIPPED])
+def test_every_shipped_policy_is_in_the_canonical_layout(path: Path) -> None:
+    assert fmt.format_file(path).diff() == "", f"run: vpolicy fmt {path}"
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.relative_to(policy_root()).as_posix()) for p in SHIPPED])
+def test_a_shipped_policy_passes_the_line_limit_only_with_a_string_or_a_comment(path: Path) -> None:
+    long = [line for line in path.read_text(encoding="utf-8").split("\n") if len(line) > WIDTH]
+    assert [line for line in long if '"' not in line and not line.lstrip().startswith("#")] == []
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, id=p.relative_to(policy_root()).as_posix()) for p in SHIPPED])
@@ -77,6 +90,23 @@ def test_a_comment_above_actions_or_tier_stays_directly_above_it() -> None:
     source = 'policy d\n# what runs\nactions allocate\n#  the tier\ntier { use "a.vpol"  # first\n}\n'
     assert fmt.format_text(source, "d.vpol") == (
         'policy d\n\n# what runs\nactions allocate\n\n#  the tier\n# first\ntier {\n    use "a.vpol"\n}\n')
+
+
+def test_a_comment_above_the_header_stays_above_it() -> None:
+    source = "# Copyright the authors.\n\nplugin p  # p\nlet x = 1\n"
+    assert fmt.format_text(source, "p.vpol") == "# Copyright the authors.\nplugin p\n\n# p\n\nlet x = 1\n"
+
+
+def test_a_doc_above_two_declarations_on_one_line_documents_only_the_first() -> None:
+    source = "plugin p\n# the doc of x\nlet x = 1 let y = 2\n"
+    assert fmt.format_text(source, "p.vpol") == "plugin p\n\n# the doc of x\nlet x = 1\n\nlet y = 2\n"
+
+
+def test_a_comment_between_two_adjacent_params_parts_them_for_good() -> None:
+    source = 'plugin p\nparam a: int = 1\nparam b: int = 2 "b"  # note\nparam c: int = 3\n'
+    once = fmt.format_text(source, "p.vpol")
+    assert once == 'plugin p\n\nparam a: int = 1\n\n# note\nparam b: int = 2 "b"\nparam c: int = 3\n'
+    assert fmt.format_text(once, "p.vpol") == once
 
 
 def test_a_hash_inside_a_string_is_not_a_comment() -> None:
@@ -177,9 +207,54 @@ def test_formatting_any_layout_keeps_the_ast_and_comments_and_is_idempotent(text
     once = fmt.format_text(text, "x.vpol")
     assert parse_text(once, "x.vpol") == parse_text(text, "x.vpol")
     assert fmt.format_text(once, "x.vpol") == once
-    # No comment text is lost. A comment may come back twice (above two declarations written on one line it is
-    # the doc of both) or as a doc string (above an undocumented `param`).
+    # No comment text is lost, none is doubled; one may come back as a doc string (above an undocumented `param`).
     assert [c for c in _comment_texts(text) - _comment_texts(once) if f'"{c}"' not in once] == []
+    assert _comment_texts(once) - _comment_texts(text) == Counter()
+
+
+COMMENT_GAPS = (" # {}\n", "\n# {}\n", "  # {}\n        ", "\n\n# {}\n\n", "\n    # {}\n")
+
+
+@st.composite
+def commented_policies(draw: st.DrawFn) -> str:
+    """A shipped policy with comments `note_0`, `note_1`, ... put into some gaps between its tokens."""
+    path = draw(st.sampled_from(SHIPPED))
+    text = path.read_text(encoding="utf-8")
+    tokens = grammar.tokens_before(text, len(text))
+    gaps = [(t.end_pos, t.end_pos) for t in tokens[:-1]]  # right after a token: a comment may follow any
+    edits = draw(st.lists(st.tuples(st.integers(0, len(gaps) - 1), st.sampled_from(COMMENT_GAPS)), min_size=1,
+                          max_size=12, unique_by=lambda e: e[0]))
+    for number, (index, gap) in enumerate(sorted(edits, key=lambda e: -e[0])):
+        start, end = gaps[index]
+        assert start is not None and end is not None
+        text = text[:start] + gap.format(f"note_{number}") + text[end:]
+    return text
+
+
+def _owner(text: str, line: int) -> int:
+    """The declaration a line belongs to: the one it is in or above (-1: above the header; one past the
+    last: after every declaration)."""
+    module = parse_text(text, "x.vpol")
+    if line < module.span.line:
+        return -1
+    ends = [d.span.end_line or d.span.line for d in module.decls]
+    return next((i for i, end in enumerate(ends) if line <= end), len(ends))
+
+
+def _lines_with(text: str, word: str) -> list[int]:
+    return [n for n, line in enumerate(text.split("\n"), start=1) if re.search(rf"\b{word}\b", line)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(commented_policies())
+def test_no_comment_is_lost_or_moved_to_another_declaration(text: str) -> None:
+    once = fmt.format_text(text, "x.vpol")
+    for note in sorted(set(re.findall(r"note_\d+", text))):
+        before, after = _lines_with(text, note), _lines_with(once, note)
+        # once, as a comment (or as the doc string of the param it documents)
+        assert len(after) == 1, (note, once)
+        assert _owner(once, after[0]) == _owner(text, before[0]), (note, once)
+    assert fmt.format_text(once, "x.vpol") == once
 
 
 def _apply(old: str, diff: str) -> str:

@@ -2,12 +2,15 @@
 
 The layout itself is `vpolicy.lang.fmt.format_module` (it reads only the AST). That function keeps a
 comment only where it is a declaration's `doc` (the comment lines directly above a `let`, `rule`,
-`property`, or a `param` without a doc string); this module puts every other comment back, so `fmt`
-never loses text: a comment above `actions`, `tier` or a documented `param` stays directly above it;
-a comment at the end of a line, inside a declaration, or above a doc block moves to its own line above
-the declaration (and above its doc), followed by a blank line so it does not become part of the doc;
-comments after the last declaration stay at the end. Formatting is idempotent and never changes what
-the file means: `parse(format_text(x)) == parse(x)` and `format_text(format_text(x)) == format_text(x)`.
+`property`, or a `param` without a doc string); this module puts every other comment back with the
+declaration it was in or above, so `fmt` never loses a comment nor moves one to another declaration:
+a comment above `actions`, `tier` or a documented `param` stays directly above it; a comment at the end
+of a line, inside a declaration, or above a doc block moves to its own line above the declaration (and
+above its doc), after a blank line and followed by one so it does not become part of the doc; comments
+above the header stay there, and comments after the last declaration stay at the end. Formatting is
+idempotent and never changes what the file means: `parse(format_text(x)) == parse(x)` and
+`format_text(format_text(x)) == format_text(x)`. Lines are counted at "\n" only, as the parser counts
+them (a string may hold "\x85", which `str.splitlines` would split at).
 
 `format_file` returns a `Formatted` result (old text, new text, unified diff) and never writes;
 `run_fmt` is the command: it rewrites changed files, or with `check` only prints their diffs, and
@@ -28,6 +31,7 @@ from vpolicy.lang.parse import parse_text
 from vpolicy.source import Span
 
 SUFFIX = ".vpol"
+HEADER = -1  # the owner of comments above the `plugin`/`policy` line
 NO_POLICIES = "fmt.no-policies"
 UNREADABLE = "fmt.unreadable"
 EXIT_OK, EXIT_CHANGED = 0, 1
@@ -52,7 +56,7 @@ class Formatted:
 
     def diff(self) -> str:
         """A unified diff from the file to its formatted text ("" when it is already formatted)."""
-        lines = difflib.unified_diff(self.old.splitlines(keepends=True), self.new.splitlines(keepends=True),
+        lines = difflib.unified_diff(_lines(self.old, keepends=True), _lines(self.new, keepends=True),
                                      self.path, f"{self.path} (formatted)")
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
@@ -126,7 +130,7 @@ def run_fmt(paths: Sequence[str], *, check: bool, out: TextIO, err: TextIO) -> i
 def comments(text: str) -> list[Comment]:
     """Every `#` comment outside strings (strings never span lines, so a line's quotes balance)."""
     found = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(_lines(text), start=1):
         quoted = escaped = False
         for col, char in enumerate(line):
             if quoted:
@@ -149,7 +153,7 @@ def _dropped_comments(text: str, module: ast.Module) -> list[tuple[int, Comment]
     (`len(module.decls)`: after the last one)."""
     found = comments(text)
     alone = {c.line: c for c in found if c.alone}
-    lines = text.splitlines()
+    lines = _lines(text)
     docs: set[int] = set()
     for decl in module.decls:
         doc = getattr(decl, "doc", "")
@@ -163,7 +167,10 @@ def _dropped_comments(text: str, module: ast.Module) -> list[tuple[int, Comment]
     for comment in found:
         if comment.line in docs:
             continue
-        owner = next((i for i, end in enumerate(ends) if comment.line <= end), len(module.decls))
+        if comment.line < module.span.line:
+            owner = HEADER  # above the `plugin`/`policy` line: it stays there
+        else:
+            owner = next((i for i, end in enumerate(ends) if comment.line <= end), len(module.decls))
         dropped.append((owner, comment))
     return dropped
 
@@ -195,19 +202,32 @@ def _put_back(laid_out: str, file: str, dropped: list[tuple[int, Comment]], coun
     by_owner: dict[int, list[str]] = {}
     for owner, comment in dropped:
         by_owner.setdefault(owner, []).append(f"#{comment.text}")
+    lines = _lines(laid_out)
     before: dict[int, list[str]] = {}  # 1-based line of laid_out -> lines to put above it
     for index, block in by_owner.items():
-        if index >= count:
+        if index >= count or index == HEADER:
             continue
         decl = module.decls[index]
         top = decl.span.line - len(_block_above(alone, decl.span.line))
         # Directly above a declaration that takes a doc, the block would become (part of) that doc.
         takes_doc = not isinstance(decl, (ast.Actions, ast.Tier)) and not (isinstance(decl, ast.Param) and decl.doc)
-        before[top] = block + ([""] if takes_doc else [])
-    out: list[str] = []
-    for number, line in enumerate(laid_out.splitlines(), start=1):
+        # Directly under the declaration before, the block would join the two (next time they are not
+        # adjacent, so `format_module` would part them): part them now.
+        parted = [""] if lines[top - 2].strip() else []
+        before[top] = parted + block + ([""] if takes_doc else [])
+    out: list[str] = list(by_owner.get(HEADER, ()))
+    for number, line in enumerate(lines, start=1):
         out.extend(before.get(number, ()))
         out.append(line)
     if count in by_owner:
         out.extend(["", *by_owner[count]])
     return "\n".join(out) + "\n"
+
+
+def _lines(text: str, *, keepends: bool = False) -> list[str]:
+    """The lines of `text` as the parser counts them: split at "\n" only (a string may hold "\x85")."""
+    lines = text.split("\n")
+    last = lines.pop()
+    if keepends:
+        lines = [line + "\n" for line in lines]
+    return lines + [last] if last else lines

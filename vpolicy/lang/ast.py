@@ -42,6 +42,8 @@ class Literal:
     value: int | float | str | bool
     kind: str  # int | number | string | bool | quantity
     span: Span = _span()
+    # A number as written (`1e-6`, `0.000001`), so `fmt` keeps it; not part of equality, like the span.
+    text: str = field(default="", compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

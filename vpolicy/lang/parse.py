@@ -4,7 +4,7 @@ What it does: parses a file with `lang.grammar`'s LALR parser and builds `lang.a
 `Span` (1-based line/col, inclusive end). Strings are unescaped; strings with `{expr}` holes become
 `Interp` (always so for `reason`/`message`), each hole parsed with the `expr` start symbol and its spans
 moved to the hole's place in the file. Comment lines directly above a declaration become its `doc`
-(a parameter's trailing string wins). A syntax error becomes a `PolicyError` holding exactly one
+(a parameter's trailing string wins; of two declarations on one line, only the first has them). A syntax error becomes a `PolicyError` holding exactly one
 diagnostic that says what was found and what the parser was waiting for ("expected ')' to close the call
 opened at 3:12"); common mistakes are recognised from the example table `SYNTAX_EXAMPLES` (lark's
 `match_examples`) and a few token rules, and get their own codes. Terminals in words come from `grammar`.
@@ -118,7 +118,7 @@ def _build(builder: _Builder, tree: Tree[Token]) -> object:
 def _comment_lines(text: str) -> dict[int, str]:
     """Line number -> comment text, for lines holding nothing but a `# comment`."""
     found: dict[int, str] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):  # lines as lark counts them (not at \x85)
         stripped = line.strip()
         if stripped.startswith("#"):
             body = stripped[1:]
@@ -147,6 +147,7 @@ class _Builder(Transformer[Token, object]):
         super().__init__(visit_tokens=False)
         self.file, self.line0, self.col0 = file, line - 1, col - 1
         self.comments = comments or {}
+        self.documented: set[int] = set()  # lines whose declaration took the comment block above them
 
     # -------------------------------------------------------------------------------- spans
     def _at(self, line: int, col: int) -> tuple[int, int]:
@@ -165,6 +166,11 @@ class _Builder(Transformer[Token, object]):
         return Span(self.file, line, col, line, col + len(tok) - 1)
 
     def doc_above(self, meta: Meta) -> str:
+        """The comment lines directly above the declaration; only the first declaration on a line takes
+        them (declarations are built in source order)."""
+        if meta.line in self.documented:
+            return ""
+        self.documented.add(meta.line)
         lines: list[str] = []
         number = meta.line - 1
         while number in self.comments:
@@ -254,7 +260,8 @@ class _Builder(Transformer[Token, object]):
     def param(self, meta: Meta, ch: list[object]) -> ast.Param:
         name, type_, default, _from, key, doc = ch
         assert isinstance(name, Token) and isinstance(type_, ast.TypeRef)
-        text = self.plain(doc) if isinstance(doc, Token) else self.doc_above(meta)
+        above = self.doc_above(meta)  # taken even when the doc string wins, so no later declaration has it
+        text = self.plain(doc) if isinstance(doc, Token) else above
         return ast.Param(str(name), type_, _expr(default), doc=text,
                          conf_key=self.plain(key) if isinstance(key, Token) else "",
                          span=self.span(meta), name_span=self.tok_span(name))
@@ -383,8 +390,8 @@ class _Builder(Transformer[Token, object]):
     def number(self, meta: Meta, ch: list[Token]) -> ast.Literal:
         text = str(ch[0])
         if text.isdigit():
-            return ast.Literal(int(text), "int", span=self.span(meta))
-        return ast.Literal(float(text), "number", span=self.span(meta))
+            return ast.Literal(int(text), "int", span=self.span(meta), text=text)
+        return ast.Literal(float(text), "number", span=self.span(meta), text=text)
 
     def quantity(self, meta: Meta, ch: list[Token]) -> ast.Literal:
         return ast.Literal(str(ch[0]), "quantity", span=self.span(meta))
