@@ -283,8 +283,34 @@ class Placement:
                 mask[rows] &= self._eval(rule, task, rows).astype(bool)
         rows = self._sample(mask) if self.sample else np.flatnonzero(mask)
         if not len(rows):
-            self._feasible_scalar(task, errors, self.node_list)
+            self._fit_errors(task, errors)
         return rows
+
+    def _fit_errors(self, task: TaskInfo, errors: FitErrors) -> None:
+        """Why the task fits no node, node by node: what `_feasible_scalar` finds, in the same words and
+        order, with the resource check and the cached rules over all nodes at once."""
+        a, request = self.arrays, task.resreq
+        names = sorted({CPU, MEMORY} | set(request))
+        short = np.zeros((len(self.node_list), len(names)), dtype=bool)
+        for j, name in enumerate(names):
+            col = a.index.get(name)
+            available = a.future[:, col] if col is not None else np.zeros(len(self.node_list))
+            short[:, j] = request.get(name, 0) > available
+        reasons: dict[int, list[str]] = {}
+        for i in np.flatnonzero(short.any(axis=1)):
+            reasons[int(i)] = [f"Insufficient {names[j]}" for j in np.flatnonzero(short[i])]
+        undecided = np.flatnonzero(~short.any(axis=1))
+        env = self.rt.env
+        for rule in self.predicates:
+            if not len(undecided):
+                break
+            passed = self._rule_values(rule, task, undecided).astype(bool)
+            for i in undecided[~passed]:
+                env[rule.params[0]], env[rule.params[1]] = task, self.node_list[i]
+                reasons[int(i)] = [rule.reason(env) if rule.reason else f"rule {rule.label.rule_id} failed"]
+            undecided = undecided[passed]
+        for i in sorted(reasons):
+            errors.add(self.node_list[i].name, reasons[i])
 
     # per task class, on every node ------------------------------------------------------------------
     def _view(self, task: TaskInfo) -> _ClassView:
@@ -389,8 +415,9 @@ class Placement:
         if len(found) <= want:
             return found
         split = int(np.searchsorted(found, self._start))
-        hits = np.concatenate((found[split:], found[:split]))
-        chosen = hits[:want]
+        chosen = found[split:split + want]
+        if len(chosen) < want:  # wrap around to the first nodes
+            chosen = np.concatenate((chosen, found[:want - len(chosen)]))
         self._start = (int(chosen[-1]) + 1) % n
         return chosen
 

@@ -38,7 +38,9 @@ class Resources(_MappingBase):
     ABCMeta's instance check each time.
     """
 
-    __slots__ = ("_v", "_hash", "_share")
+    # `get` is the values dict's own bound method, stored per instance: rules call it hundreds of
+    # thousands of times a session, and a Python-level method would add a frame to each call.
+    __slots__ = ("_v", "_hash", "_share", "get")
 
     def __init__(self, values: Mapping[str, int] | Iterable[tuple[str, int]] = ()):
         # exact-type checks first: isinstance against the Mapping ABC is slow on this hot path
@@ -51,6 +53,7 @@ class Resources(_MappingBase):
         self._v: dict[str, int] = {k: int(v) for k, v in items if v}
         self._hash: int | None = None
         self._share: tuple[object, float] | None = None
+        self.get = self._v.get
 
     @classmethod
     def _raw(cls, values: dict[str, int]) -> "Resources":
@@ -59,14 +62,12 @@ class Resources(_MappingBase):
         out._v = values
         out._hash = None
         out._share = None
+        out.get = values.get
         return out
 
     # Mapping protocol ---------------------------------------------------------------------------
     def __getitem__(self, key: str) -> int:
         return self._v.get(key, 0)
-
-    def get(self, key: str, default: int = 0) -> int:
-        return self._v.get(key, default)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._v)
