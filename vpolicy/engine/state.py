@@ -21,6 +21,7 @@ from vpolicy.model.snapshot import ALLOCATED_STATUSES, READY_STATUSES, TaskStatu
 # What plugins count as a job's and a queue's "allocated": Volcano's event handlers add a task on
 # Allocate *and* on Pipeline, and remove it on Evict, so pipelined placements count within a session.
 SHARE_STATUSES = ALLOCATED_STATUSES | {TaskStatus.PIPELINED}
+_ON_NODE_STATUSES = ALLOCATED_STATUSES | {TaskStatus.RELEASING, TaskStatus.PIPELINED}
 
 
 class TaskInfo:
@@ -280,6 +281,7 @@ class NodeArrays:
         for i, n in enumerate(nodes):
             self.allocatable[i] = self.vector(n.allocatable)
         self._vectors: dict[Resources, np.ndarray] = {}
+        self._negated: dict[Resources, np.ndarray] = {}
 
     def vector(self, res: Resources) -> np.ndarray:
         out = np.zeros(len(self.dims))
@@ -293,6 +295,12 @@ class NodeArrays:
         vec = self._vectors.get(res)
         if vec is None:
             vec = self._vectors[res] = self.vector(res)
+        return vec
+
+    def cached_negation(self, res: Resources) -> np.ndarray:
+        vec = self._negated.get(res)
+        if vec is None:
+            vec = self._negated[res] = -self.cached_vector(res)
         return vec
 
     def unknown_dims(self, res: Resources) -> list[str]:
@@ -424,14 +432,22 @@ class SessionState:
         if arrays is None:
             return  # still building: the arrays are filled once every pod is placed
         i = arrays.row[node.name]
-        vec = arrays.cached_vector(task.resreq)  # dimensions no node has are left out, as in `vector`
+        # dimensions no node has are left out, as in `vector`; idle and future move with used,
+        # releasing and pipelined as their definitions say (exact: every value is an integer)
+        delta = arrays.cached_vector(task.resreq) if sign > 0 else arrays.cached_negation(task.resreq)
         if pipelined:
-            arrays.pipelined[i] += sign * vec
+            arrays.pipelined[i] += delta
+            arrays.future[i] -= delta
         else:
-            arrays.used[i] += sign * vec
+            arrays.used[i] += delta
+            arrays.idle_now[i] -= delta
             if releasing:
-                arrays.releasing[i] += sign * vec
-        self._row_changed(arrays, i, len(node.tasks))
+                arrays.releasing[i] += delta
+            else:
+                arrays.future[i] -= delta
+        arrays.pod_count[i] = len(node.tasks)
+        arrays.version[i] += 1
+        arrays.changed.append(i)
 
     def _sync_arrays(self, node: NodeInfo) -> None:
         arrays = getattr(self, "arrays", None)
@@ -486,7 +502,7 @@ class SessionState:
         if node_name is not None:
             task.node_name = node_name
         new_node = self.nodes.get(task.node_name) if task.node_name else None
-        if new_node is not None and status in ALLOCATED_STATUSES | {TaskStatus.RELEASING, TaskStatus.PIPELINED}:
+        if new_node is not None and status in _ON_NODE_STATUSES:
             self._add_to_node(task, new_node)
         is_allocated = status in SHARE_STATUSES
         if job is not None and was_allocated != is_allocated:
