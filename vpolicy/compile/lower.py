@@ -11,11 +11,12 @@ runtime calls the closures with session objects bound to the rule's parameter na
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
-from vpolicy.compile import evaluate, ir, pycode, vectorize
+from vpolicy.compile import evaluate, ir, pycode, vcode, vectorize
 from vpolicy.compile.functions import FUNCTIONS
 from vpolicy.errors import Diagnostic, PolicyError
 from vpolicy.lang import ast
@@ -136,6 +137,11 @@ class _Lowerer:
             vector = vectorize.compile_node_rule(rule.term, rule.params[1], functions, self.fns)
         except vectorize.Unvectorizable:
             vector = None
+        if vector is not None and not os.environ.get("VPOLICY_NO_CODEGEN"):
+            try:  # the same answers written out as one function (see compile.vcode)
+                vector = vcode.compile_node_rule(rule.term, (rule.params[0], rule.params[1]), functions, self.fns)
+            except vcode.Unsupported:
+                pass
         return replace(rule, vector=vector, depends=depends, reads=reads)
 
     # parameters ----------------------------------------------------------------------------------

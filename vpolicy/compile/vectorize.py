@@ -283,35 +283,47 @@ class _Vec:
             if _is_vec(items):
                 raise Unvectorizable("aggregate over a vector")
             inner = dict(env)
-            if func == "list":
-                out = []
-                for x in items:
+
+            def bound(fn: VClosure | None) -> Callable[[Any], Any] | None:
+                if fn is None:
+                    return None
+
+                def at(x: Any) -> Any:
                     inner[var] = x
-                    w = where(inner) if where else True
-                    if _is_vec(w):
-                        raise Unvectorizable("vector filter in list")
-                    if w:
-                        out.append(body(inner) if body else x)
-                return out
-            acc: Any = {"sum": 0, "count": 0, "any": False, "all": True}[func]
-            for x in items:
-                inner[var] = x
-                w = where(inner) if where else True
-                if func == "sum":
-                    v = body(inner) if body else x
-                    acc = acc + (np.where(w, v, 0) if _is_vec(w) else (v if w else 0))
-                elif func == "count":
-                    v = body(inner) if body else True
-                    acc = acc + np.logical_and(w, v).astype(int) if (_is_vec(w) or _is_vec(v)) else acc + int(bool(w and v))
-                elif func == "any":
-                    v = body(inner) if body else True
-                    acc = np.logical_or(acc, np.logical_and(w, v)) if (_is_vec(w) or _is_vec(v) or _is_vec(acc)) else (acc or bool(w and v))
-                else:
-                    v = body(inner) if body else True
-                    ok = np.logical_or(np.logical_not(w), v) if (_is_vec(w) or _is_vec(v)) else (not w or v)
-                    acc = np.logical_and(acc, ok) if (_is_vec(ok) or _is_vec(acc)) else (acc and ok)
-            return acc
+                    return fn(inner)
+                return at
+            return run_aggregate(func, items, bound(where), bound(body))
         return agg
+
+
+def run_aggregate(func: str, items: Any, where: Callable[[Any], Any] | None, body: Callable[[Any], Any] | None) -> Any:
+    """sum/count/any/all/list over a scalar collection whose filter and body may answer per node."""
+    if func == "list":
+        out = []
+        for x in items:
+            w = where(x) if where else True
+            if _is_vec(w):
+                raise Unvectorizable("vector filter in list")
+            if w:
+                out.append(body(x) if body else x)
+        return out
+    acc: Any = {"sum": 0, "count": 0, "any": False, "all": True}[func]
+    for x in items:
+        w = where(x) if where else True
+        if func == "sum":
+            v = body(x) if body else x
+            acc = acc + (np.where(w, v, 0) if _is_vec(w) else (v if w else 0))
+        elif func == "count":
+            v = body(x) if body else True
+            acc = acc + np.logical_and(w, v).astype(int) if (_is_vec(w) or _is_vec(v)) else acc + int(bool(w and v))
+        elif func == "any":
+            v = body(x) if body else True
+            acc = np.logical_or(acc, np.logical_and(w, v)) if (_is_vec(w) or _is_vec(v) or _is_vec(acc)) else (acc or bool(w and v))
+        else:
+            v = body(x) if body else True
+            ok = np.logical_or(np.logical_not(w), v) if (_is_vec(w) or _is_vec(v)) else (not w or v)
+            acc = np.logical_and(acc, ok) if (_is_vec(ok) or _is_vec(acc)) else (acc and ok)
+    return acc
 
 
 def _fold_bool(fn: Callable[[Any, Any], Any], values: list[Any], scalar: Callable[[Any], bool]) -> Any:
