@@ -163,6 +163,7 @@ class Placement:
         self._static: dict[tuple[Any, ...], np.ndarray] = {}
         self._cached: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
         self._views: dict[tuple[Any, ...], _ClassView] = {}
+        self._view_keys: dict[str, tuple[Any, ...]] = {}  # task uid -> its class (a task's spec is fixed)
         self._node_predicates = [r for r in self._dynamic_predicates if r.depends == "node"]
         self._any_predicates = [r for r in self._dynamic_predicates if r.depends == "any"]
         self._view_reads = frozenset().union(*(r.reads for r in (*self.predicates, *self.score_rules)))
@@ -297,9 +298,12 @@ class Placement:
             available = a.future[:, col] if col is not None else np.zeros(len(self.node_list))
             short[:, j] = request.get(name, 0) > available
         reasons: dict[int, list[str]] = {}
-        for i in np.flatnonzero(short.any(axis=1)):
-            reasons[int(i)] = [f"Insufficient {names[j]}" for j in np.flatnonzero(short[i])]
-        undecided = np.flatnonzero(~short.any(axis=1))
+        # one list of words per pattern of short resources (a handful), shared by the nodes that have it
+        pattern = short @ (1 << np.arange(len(names)))
+        words = {int(p): [f"Insufficient {n}" for j, n in enumerate(names) if p >> j & 1] for p in np.unique(pattern)}
+        shortfall = np.flatnonzero(pattern)
+        reasons.update(zip(shortfall.tolist(), (words[p] for p in pattern[shortfall].tolist())))
+        undecided = np.flatnonzero(pattern == 0)
         env = self.rt.env
         for rule in self.predicates:
             if not len(undecided):
@@ -309,13 +313,16 @@ class Placement:
                 env[rule.params[0]], env[rule.params[1]] = task, self.node_list[i]
                 reasons[int(i)] = [rule.reason(env) if rule.reason else f"rule {rule.label.rule_id} failed"]
             undecided = undecided[passed]
+        nodes = self.node_list
         for i in sorted(reasons):
-            errors.add(self.node_list[i].name, reasons[i])
+            errors.add(nodes[i].name, list(reasons[i]))
 
     # per task class, on every node ------------------------------------------------------------------
     def _view(self, task: TaskInfo) -> _ClassView:
         """The task's class view, brought up to date with every node change since it was last used."""
-        key = task_key(task, self._view_reads | {"resreq"})
+        key = self._view_keys.get(task.uid)
+        if key is None:
+            key = self._view_keys[task.uid] = task_key(task, self._view_reads | {"resreq"})
         view = self._views.get(key)
         if view is None:
             view = self._views[key] = self._new_view(task)
