@@ -39,16 +39,20 @@ class FitErrors:
 
     nodes: dict[str, list[str]] = field(default_factory=dict)
     message: str = ""
+    _text: str | None = field(default=None, repr=False, compare=False)  # summary, asked per pending pod
 
     def add(self, node: str, reasons: list[str]) -> None:
         self.nodes[node] = reasons
+        self._text = None
 
     def text(self) -> str:
         if self.message and not self.nodes:
             return self.message
-        counts: Counter[str] = Counter(r for reasons in self.nodes.values() for r in reasons)
-        histogram = sorted(f"{n} {reason}" for reason, n in counts.items())
-        return f"0/{len(self.nodes)} nodes are unavailable: {', '.join(histogram)}."
+        if self._text is None:
+            counts: Counter[str] = Counter(r for reasons in self.nodes.values() for r in reasons)
+            histogram = sorted(f"{n} {reason}" for reason, n in counts.items())
+            self._text = f"0/{len(self.nodes)} nodes are unavailable: {', '.join(histogram)}."
+        return self._text
 
 
 def fits(request: Resources, available: Resources) -> bool:
@@ -164,6 +168,7 @@ class Placement:
         self._cached: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
         self._views: dict[tuple[Any, ...], _ClassView] = {}
         self._view_keys: dict[str, tuple[Any, ...]] = {}  # task uid -> its class (a task's spec is fixed)
+        self._names = [n.name for n in self.node_list]
         self._node_predicates = [r for r in self._dynamic_predicates if r.depends == "node"]
         self._any_predicates = [r for r in self._dynamic_predicates if r.depends == "any"]
         self._view_reads = frozenset().union(*(r.reads for r in (*self.predicates, *self.score_rules)))
@@ -313,9 +318,9 @@ class Placement:
                 env[rule.params[0]], env[rule.params[1]] = task, self.node_list[i]
                 reasons[int(i)] = [rule.reason(env) if rule.reason else f"rule {rule.label.rule_id} failed"]
             undecided = undecided[passed]
-        nodes = self.node_list
-        for i in sorted(reasons):
-            errors.add(nodes[i].name, list(reasons[i]))
+        names = self._names
+        errors.nodes.update((names[i], reasons[i]) for i in sorted(reasons))  # lists shared: read only
+        errors._text = None
 
     # per task class, on every node ------------------------------------------------------------------
     def _view(self, task: TaskInfo) -> _ClassView:

@@ -143,8 +143,10 @@ class Resources(_MappingBase):
 
     def is_empty(self, *, ignore: Iterable[str] = (PODS,)) -> bool:
         """Volcano's IsEmpty: nothing requested beyond the ignored dims (a best-effort request)."""
-        skip = set(ignore)
-        return all(v <= 0 for k, v in self._v.items() if k not in skip)
+        for k, v in self._v.items():
+            if v > 0 and k not in ignore:
+                return False
+        return True
 
     # Comparisons (Volcano's flavours) ------------------------------------------------------------
     def le(self, other: Mapping[str, int]) -> bool:

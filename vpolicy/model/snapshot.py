@@ -11,6 +11,7 @@ Invariants: every pod's `resreq` includes `pods: 1`; resources are exact ints (s
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -237,10 +238,16 @@ class ClusterSnapshot:
 
     def job_priority(self, pg: PodGroup) -> int:
         """PodGroup priorityClassName's value; else the globalDefault class; else 0 (reference §1)."""
-        by_name = {pc.name: pc for pc in self.priority_classes}
+        by_name = _priority_index(self.priority_classes)
         if pg.priority_class_name in by_name:
             return by_name[pg.priority_class_name].value
         for pc in self.priority_classes:
             if pc.global_default:
                 return pc.value
         return 0
+
+
+@functools.lru_cache(maxsize=8)
+def _priority_index(classes: tuple[PriorityClass, ...]) -> dict[str, PriorityClass]:
+    """PriorityClasses by name, built once per snapshot's classes (asked for every podgroup)."""
+    return {pc.name: pc for pc in classes}
