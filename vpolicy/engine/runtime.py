@@ -138,7 +138,10 @@ class Runtime:
 
     def _call(self, rule: CompiledRule, *args: Any) -> Any:
         self.calls += 1
-        return rule.call(self.env, *args)
+        env = self.env  # CompiledRule.call, written out: this is the engine's most frequent call
+        for name, value in zip(rule.params, args):
+            env[name] = value
+        return rule.fn(env)
 
     def _counting_call(self, counts: RuleCounts) -> Callable[..., Any]:
         decides = {name: DECIDES[cb.combine] for name, cb in CALLBACKS.items()}

@@ -106,15 +106,23 @@ class Resources(_MappingBase):
 
     # Arithmetic ---------------------------------------------------------------------------------
     def __add__(self, other: Mapping[str, int]) -> "Resources":
-        out = dict(self._v)
-        for k, v in (other._v if type(other) is Resources else other).items():
-            out[k] = out.get(k, 0) + v
-        return Resources._raw({k: int(v) for k, v in out.items() if v})
+        return self._combine(other, 1)
 
     def __sub__(self, other: Mapping[str, int]) -> "Resources":
-        out = dict(self._v)
-        for k, v in (other._v if type(other) is Resources else other).items():
-            out[k] = out.get(k, 0) - v
+        return self._combine(other, -1)
+
+    def _combine(self, other: Mapping[str, int], sign: int) -> "Resources":
+        out = self._v.copy()
+        if type(other) is Resources:  # ints with no zero entries: only sums that cancel need dropping
+            for k, v in other._v.items():
+                n = out.get(k, 0) + sign * v
+                if n:
+                    out[k] = n
+                else:
+                    out.pop(k, None)
+            return Resources._raw(out)
+        for k, v in other.items():
+            out[k] = out.get(k, 0) + sign * v
         return Resources._raw({k: int(v) for k, v in out.items() if v})
 
     def __neg__(self) -> "Resources":
