@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import inspect
 import json
 import os
 import platform
@@ -37,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchmarks import generate as gen
+from vpolicy.engine import validate
 from vpolicy.engine.session import CompiledPolicy, run_session
 from vpolicy.harness.policy import from_conf
 from vpolicy.load import conf as conf_loader
@@ -58,11 +58,6 @@ def policy_for(workload: str) -> CompiledPolicy:
                                                  file="<benchmark-volcano-preempt>"))
 
 
-def optimize_supported() -> bool:
-    """True once the engine's `run_session` takes a `mode` (DESIGN §7's optimize mode)."""
-    return "mode" in inspect.signature(run_session).parameters
-
-
 def measure_mode(generated: gen.Generated, mode: str, *, runs: int = 5,
                  profile: str | None = None) -> dict[str, Any]:
     """Run `runs` sessions of `mode` on the generated snapshot in this process; the metrics of one mode.
@@ -71,9 +66,7 @@ def measure_mode(generated: gen.Generated, mode: str, *, runs: int = 5,
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
-    if mode == "optimize" and not optimize_supported():
-        return _skipped_optimize()
-    kwargs: dict[str, Any] = {"mode": mode} if optimize_supported() else {}
+    kwargs: dict[str, Any] = {"mode": mode}
     t0 = time.perf_counter()
     policy = policy_for(generated.workload)
     compile_ms = (time.perf_counter() - t0) * 1000
@@ -119,9 +112,9 @@ def measure_mode(generated: gen.Generated, mode: str, *, runs: int = 5,
         "solver": stats.get("solver"),
         "compile_ms": round(compile_ms, 1),
         "deterministic": all(d == documents[0] for d in documents),
-        "violations": None if violations is None else len(violations),
-        "violation_codes": None if violations is None else dict(Counter(v.code for v in violations)),
-        "validate_ms": None if violations is None else round(validate_ms, 1),
+        "violations": len(violations),
+        "violation_codes": dict(Counter(v.code for v in violations)),
+        "validate_ms": round(validate_ms, 1),
     }
 
 
@@ -142,17 +135,9 @@ def decision_metrics(snapshot: ClusterSnapshot, document: Mapping[str, Any]) -> 
     }
 
 
-def validate_document(snapshot: ClusterSnapshot, document: Mapping[str, Any],
-                      policy: CompiledPolicy) -> list[Any] | None:
-    """The independent validator's violations, or None when `vpolicy.engine.validate` does not exist yet."""
-    try:
-        from vpolicy.engine import validate as validator
-    except ImportError:
-        return None
-    check = validator.validate
-    if "conf_actions" in inspect.signature(check).parameters:
-        return list(check(snapshot, document, conf_actions=policy.actions))
-    return list(check(snapshot, document))
+def validate_document(snapshot: ClusterSnapshot, document: Mapping[str, Any], policy: CompiledPolicy) -> list[Any]:
+    """The independent validator's violations (`vpolicy.engine.validate`, which shares no engine code)."""
+    return list(validate.validate(snapshot, document, conf_actions=policy.actions))
 
 
 def run_benchmark(size: gen.Size, workload: str, *, modes: Sequence[str], runs: int = 5, seed: int = 1,
@@ -182,11 +167,6 @@ def _ratio(out: Mapping[str, Any], key: str) -> float | None:
     return round(float(optimize[key]) / float(volcano[key]), 3)
 
 
-def _skipped_optimize() -> dict[str, Any]:
-    return {"status": "skipped",
-            "note": "optimize mode is not implemented by the engine yet (run_session has no `mode` parameter)"}
-
-
 def _decided(document: Mapping[str, Any]) -> tuple[Any, ...]:
     """The decisions of a document, without its timings (which differ from run to run)."""
     return (document["binds"], document["pipelined"], document["evictions"], document["podgroups"])
@@ -194,8 +174,6 @@ def _decided(document: Mapping[str, Any]) -> tuple[Any, ...]:
 
 def _child(size: gen.Size, workload: str, mode: str, *, runs: int, seed: int, timeout: float | None,
            profile: str | None) -> dict[str, Any]:
-    if mode == "optimize" and not optimize_supported():
-        return _skipped_optimize()
     cmd = [sys.executable, "-m", "benchmarks.run", "--child", "--mode", mode, "--workload", workload,
            "--size", size.name if size.name in gen.SIZES else "S", "--nodes", str(size.nodes),
            "--pending-pods", str(size.pending_pods), "--runs", str(runs), "--seed", str(seed)]

@@ -1,9 +1,8 @@
 """The benchmark generator builds the clusters DESIGN §7 describes, the same ones for the same seed, and
 the runner's correctness run decides something the independent validator accepts.
 
-No timing is asserted anywhere here. The correctness run uses a custom size of 20 nodes and 200 pending
-pods: the engine needs about 15 s for one session of size S on the 2-core machine (docs/performance.md),
-too slow for the default test run; the full size S run is marked `slow`.
+No timing is asserted anywhere here. Size S (100 nodes, 1,000 pending pods) runs once for correctness in
+every test run, as DESIGN §7 asks; small custom sizes cover the other workloads.
 """
 from __future__ import annotations
 
@@ -146,8 +145,6 @@ def _assert_sound(result: dict[str, object], pending_pods: int) -> None:
     assert result["status"] == "ok"
     assert result["deterministic"] is True
     assert 0 < int(result["pods_placed"]) <= pending_pods  # type: ignore[call-overload]  # reason: JSON value
-    if result["violations"] is None:
-        pytest.skip("vpolicy.engine.validate is not available")
     assert result["violations"] == 0, result["violation_codes"]
 
 
@@ -165,17 +162,9 @@ def test_the_preemption_workload_runs_preempt_and_validates() -> None:
     _assert_sound(result, 200)
 
 
-@pytest.mark.slow
 def test_a_volcano_run_of_size_s_steady_validates() -> None:
     result = run.measure_mode(gen.generate(gen.SIZES["S"], "steady", seed=1), "volcano", runs=1)
     _assert_sound(result, 1_000)
-
-
-def test_optimize_is_skipped_with_a_note_until_the_engine_has_it() -> None:
-    if run.optimize_supported():
-        pytest.skip("the engine implements optimize mode")
-    result = run.measure_mode(gen.generate(TINY, "steady"), "optimize", runs=1)
-    assert result["status"] == "skipped" and "not implemented" in str(result["note"])
 
 
 def test_the_runner_reports_every_mode_and_null_ratios_when_one_is_missing() -> None:
@@ -186,10 +175,6 @@ def test_the_runner_reports_every_mode_and_null_ratios_when_one_is_missing() -> 
     assert volcano["peak_rss_mb"] > 0 and volcano["session_ms_p50"] > 0
     assert set(volcano) >= {"session_ms_p50", "session_ms_max", "pods_placed", "gpus_placed", "evictions",
                             "evicted_gpu_pods", "peak_rss_mb", "pods_per_s", "violations"}
-    if result["optimize"]["status"] == "skipped":
-        assert result["gpus_placed_optimize_over_volcano"] is None
-        assert result["evicted_gpu_pods_optimize_over_volcano"] is None
-    else:
-        assert result["optimize"]["status"] == "ok", result["optimize"]
-        ratio = result["gpus_placed_optimize_over_volcano"]
-        assert ratio is None or isinstance(ratio, float)
+    assert result["optimize"]["status"] == "ok", result["optimize"]
+    ratio = result["gpus_placed_optimize_over_volcano"]
+    assert ratio is None or isinstance(ratio, float)
