@@ -191,3 +191,33 @@ def test_the_victim_search_says_none_when_no_subset_fits() -> None:
     found = optimize.cheapest_subset(Resources({GPU: 8000}), Resources({"cpu": 0, "memory": 0}),
                                      [_task("a", 4)])  # type: ignore[list-item]  # reason: TaskInfo
     assert found is None
+
+
+def _releasing_room() -> ClusterSnapshot:
+    """n0 runs two 4-GPU pods of `halves` (low priority, elastic, a third pod on the full n1, so gang
+    allows evicting two). A high-priority gang of two 2-GPU pods needs 4 GPUs: evicting one half frees
+    4, room for both preemptors; the second fits FutureIdle while n0 still offers a victim, so Volcano
+    pipelines it there without evicting anything more. Volcano's scores send the first preemptor to n1
+(evicting the whole `halves-2`) and the second to n0: two GPU pods for what one frees."""
+    low, high = PriorityClass("low", 10), PriorityClass("high", 1000)
+    return snapshot(
+        nodes=[_gpu_node("n0"), _gpu_node("n1")],
+        priority_classes=[low, high],
+        podgroups=[podgroup("halves", priority_class="low", phase=PodGroupPhase.RUNNING),
+                   podgroup("urgent", priority_class="high", min_member=2)],
+        pods=[running("halves-0", "halves", "n0", gpu=4_000, priority=10),
+              running("halves-1", "halves", "n0", gpu=4_000, priority=10),
+              running("halves-2", "halves", "n1", gpu=8_000, priority=10),
+              pod("urgent-0", "urgent", gpu=2_000, priority=1000),
+              pod("urgent-1", "urgent", gpu=2_000, priority=1000)],
+    )
+
+
+def test_preempt_reuses_released_room_before_evicting_more() -> None:
+    snap, policy = _releasing_room(), _policy(PREEMPT_CONF)
+    volcano, optimized = both(snap, policy)
+    assert optimized["pipelined"] == {"ns/urgent-0": "n0", "ns/urgent-1": "n0"}
+    assert optimized["pipelined"].keys() == volcano["pipelined"].keys()  # type: ignore[attr-defined]  # reason: JSON
+    assert [e["pod"] for e in optimized["evictions"]] == ["ns/halves-0"]  # type: ignore[attr-defined, index]  # reason: JSON
+    assert (evicted_gpu_pods(snap, optimized), evicted_gpu_pods(snap, volcano)) == (1, 2)
+    assert list(validate(snap, optimized, conf_actions=policy.actions, priority_victims=True)) == []

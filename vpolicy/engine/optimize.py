@@ -13,7 +13,9 @@ when ready — and changes only which of the allowed choices is taken:
   `node_order` score breaks ties. Whole GPU nodes stay free for the gangs that need them.
 - victims (`evict_cheapest`): on every candidate node the cheapest sufficient subset of the allowed
   victims is found by an exact branch-and-bound (fewest evicted GPU pods, then fewest GPUs, fewest
-  pods, lowest priority, least runtime lost), and the node whose set is cheapest is used. A search that
+  pods, lowest priority, least runtime lost), and the node whose set is cheapest is used; a node where
+  the preemptor already fits FutureIdle (room released by earlier evictions) costs nothing and wins, as
+  long as it offers a victim at all (Volcano's ValidateVictims). A search that
   runs out of its step budget, or a set the final fit check rejects, falls back to Volcano's greedy
   choice: the budget never yields a wrong decision, only a less good one.
 
@@ -219,9 +221,10 @@ def cheapest_choices(preemptor: TaskInfo, nodes: Sequence[NodeInfo],
                 return None  # feasible but not proven cheapest within the budget
             continue
         chosen, cost = found
-        if chosen:
-            out.append(VictimChoice(node, chosen, cost, rank))
-            out.sort(key=lambda c: (c.cost, c.rank))
+        # an empty set is the cheapest of all: the preemptor already fits FutureIdle (resources released
+        # by earlier evictions); Volcano pipelines it there too when the node offers a victim at all
+        out.append(VictimChoice(node, chosen, cost, rank))
+        out.sort(key=lambda c: (c.cost, c.rank))
     return out
 
 
