@@ -69,15 +69,15 @@ class Packer:
         """Index into `rows` of the node to use; `idle` says the group fits Idle now (else FutureIdle)."""
         if not self.gpu_cols:
             return int(np.argmax(scores))
-        free = (self.arrays.idle() if idle else self.arrays.future_idle())[rows][:, self.gpu_cols].sum(axis=1)
+        available = self.arrays.idle() if idle else self.arrays.future_idle()
+        cols = self.gpu_cols
+        free = available[rows, cols[0]] if len(cols) == 1 else available[np.ix_(rows, cols)].sum(axis=1)
         asked = gpus(task.resreq) * 1000
-        # lexsort: the last key is the primary one; ties keep the first row, as Volcano's argmax does
-        if asked:
-            left = free - asked
-            order = np.lexsort((np.arange(len(rows)), -scores, left))
-        else:
-            order = np.lexsort((np.arange(len(rows)), -scores, free > 0))
-        return int(order[0])
+        # the least GPU left over (or, for a CPU task, no free GPU), then the highest score, then the first
+        # row (as Volcano's argmax); the same order a lexsort on (row, -score, key) gives, without sorting
+        key = free - asked if asked else free > 0
+        best = np.flatnonzero(key == key.min())
+        return int(best[np.argmax(scores[best])])
 
 
 # victims -----------------------------------------------------------------------------------------
