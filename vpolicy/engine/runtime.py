@@ -108,16 +108,15 @@ class Runtime:
             for plugin in tier:
                 for name, _term, fn in plugin.module.session_lets:
                     self.env["$session"][(plugin.module.name, name)] = fn(self.env)
-        self._by_callback: dict[str, list[list[tuple[PluginInstance, list[CompiledRule]]]]] = {}
-        for callback in CALLBACKS:
-            per_tier = []
-            for tier in self.tiers:
-                entries = [(p, p.rules(callback)) for p in tier]
-                per_tier.append([(p, rs) for p, rs in entries if rs])
-            self._by_callback[callback] = per_tier
         self._flat: dict[str, list[CompiledRule]] = {}
-        self._flatten()
-        if counts is not None:
+        if counts is None:  # the tables depend on the tiers alone: shared by the policy's sessions, read only
+            tables = _shared_tables(self.tiers)
+            self._by_callback, self._flat, self._orders = tables.by_callback, tables.flat, tables.orders
+            self._fixed_task_order = tables.fixed_task_order
+            self._order_memo: dict[tuple[int, Any, Any], Any] = {}
+        else:
+            self._by_callback = _by_callback(self.tiers)
+            self._flatten()
             self._scalar_only()
 
     def has(self, callback: str) -> bool:
@@ -132,7 +131,7 @@ class Runtime:
                       for cb, per_tier in self._by_callback.items()}
         self._orders = {cb: [(rule, _fixed_key(rule)) for rule in self._flat[cb]]
                         for cb in ("queue_order", "job_order", "task_order")}
-        self._order_memo: dict[tuple[int, Any, Any], Any] = {}
+        self._order_memo = {}
         self._fixed_task_order = all(key is not None and _is_comparison(rule)
                                      for rule, key in self._orders["task_order"])
 
@@ -360,6 +359,54 @@ def _swap_vars(t: Any, a: str, b: str) -> Any:
         return dataclasses.replace(t, **{f.name: _swap_vars(getattr(t, f.name), a, b)
                                          for f in dataclasses.fields(t)})
     return t
+
+
+@dataclass(frozen=True, slots=True)
+class _Tables:
+    """What a Runtime derives from its tiers alone (rules per callback, flattened, order keys)."""
+
+    plugins: tuple[PluginInstance, ...]  # kept alive: the cache below is keyed by their ids
+    by_callback: dict[str, "_PerTier"]
+    flat: dict[str, list[CompiledRule]]
+    orders: dict[str, list[tuple[CompiledRule, Callable[[Any], Any] | None]]]
+    fixed_task_order: bool
+
+
+# Sessions of one policy share its tables instead of rebuilding them (a fifth of a small session's time
+# went there, mostly into the order keys); a few policies are kept, the oldest dropped first.
+_TABLES: dict[tuple[tuple[int, ...], ...], _Tables] = {}
+_TABLES_KEPT = 32
+
+
+_PerTier = list[list[tuple[PluginInstance, list[CompiledRule]]]]
+
+
+def _by_callback(tiers: list[list[PluginInstance]]) -> dict[str, _PerTier]:
+    out = {}
+    for callback in CALLBACKS:
+        per_tier = []
+        for tier in tiers:
+            entries = [(p, p.rules(callback)) for p in tier]
+            per_tier.append([(p, rs) for p, rs in entries if rs])
+        out[callback] = per_tier
+    return out
+
+
+def _shared_tables(tiers: list[list[PluginInstance]]) -> _Tables:
+    key = tuple(tuple(id(p) for p in tier) for tier in tiers)
+    tables = _TABLES.get(key)
+    if tables is None:
+        by_callback = _by_callback(tiers)
+        flat = {cb: [r for tier in per_tier for _p, rules in tier for r in rules]
+                for cb, per_tier in by_callback.items()}
+        orders = {cb: [(rule, _fixed_key(rule)) for rule in flat[cb]]
+                  for cb in ("queue_order", "job_order", "task_order")}
+        fixed = all(k is not None and _is_comparison(rule) for rule, k in orders["task_order"])
+        tables = _Tables(tuple(p for tier in tiers for p in tier), by_callback, flat, orders, fixed)
+        if len(_TABLES) >= _TABLES_KEPT:
+            del _TABLES[next(iter(_TABLES))]
+        _TABLES[key] = tables
+    return tables
 
 
 def _scalar(rule: CompiledRule) -> CompiledRule:
