@@ -197,3 +197,21 @@ def cond(test: Term, then: Term, orelse: Term) -> Term:
     if then == orelse:
         return then
     return Cond(test, then, orelse)
+
+
+def shape(t: object, expand: Callable[[SessionRef], object]) -> object:
+    """A hashable rendering of a term up to the names of its bound variables (`q#14` and `q#32` are both
+    `q`), with each session reference replaced by `expand(ref)`. Two session constants of equal shape
+    compute equal values in one session, unless they read a module's own setting (`argument(...)`,
+    rendered with a fresh marker so it never matches) or call a module's helper (kept by module name)."""
+    if isinstance(t, SessionRef):
+        return ("let", t.name, expand(t))
+    if isinstance(t, Apply) and t.func == "argument":
+        return ("argument", object())
+    if isinstance(t, str):
+        return t.split("#", 1)[0]
+    if isinstance(t, tuple):
+        return tuple(shape(x, expand) for x in t)
+    if hasattr(t, "__dataclass_fields__"):
+        return (type(t).__name__, *(shape(getattr(t, f), expand) for f in t.__dataclass_fields__))
+    return t

@@ -104,13 +104,13 @@ class Runtime:
         counts = _COVERAGE.get()
         if counts is not None:  # an instance attribute, so the class's plain `_call` stays as fast when off
             self._call = self._counting_call(counts)  # type: ignore[method-assign]  # reason: opt-in coverage
-        for tier in self.tiers:
-            for plugin in tier:
-                for name, _term, fn in plugin.module.session_lets:
-                    self.env["$session"][(plugin.module.name, name)] = fn(self.env)
+        session = self.env["$session"]
+        shared = _shared_tables(self.tiers)
+        for key, fn, same_as in shared.lets:  # in file order; a let computed as an earlier one is not redone
+            session[key] = session[same_as] if same_as is not None else fn(self.env)
         self._flat: dict[str, list[CompiledRule]] = {}
         if counts is None:  # the tables depend on the tiers alone: shared by the policy's sessions, read only
-            tables = _shared_tables(self.tiers)
+            tables = shared
             self._by_callback, self._flat, self._orders = tables.by_callback, tables.flat, tables.orders
             self._fixed_task_order = tables.fixed_task_order
             self._order_memo: dict[tuple[int, Any, Any], Any] = {}
@@ -370,6 +370,8 @@ class _Tables:
     flat: dict[str, list[CompiledRule]]
     orders: dict[str, list[tuple[CompiledRule, Callable[[Any], Any] | None]]]
     fixed_task_order: bool
+    # session constants in evaluation order: (key, closure, or the key of an earlier let of equal shape)
+    lets: tuple[tuple[tuple[str, str], Callable[[dict[str, Any]], Any], tuple[str, str] | None], ...] = ()
 
 
 # Sessions of one policy share its tables instead of rebuilding them (a fifth of a small session's time
@@ -402,11 +404,37 @@ def _shared_tables(tiers: list[list[PluginInstance]]) -> _Tables:
         orders = {cb: [(rule, _fixed_key(rule)) for rule in flat[cb]]
                   for cb in ("queue_order", "job_order", "task_order")}
         fixed = all(k is not None and _is_comparison(rule) for rule, k in orders["task_order"])
-        tables = _Tables(tuple(p for tier in tiers for p in tier), by_callback, flat, orders, fixed)
+        tables = _Tables(tuple(p for tier in tiers for p in tier), by_callback, flat, orders, fixed, _let_plan(tiers))
         if len(_TABLES) >= _TABLES_KEPT:
             del _TABLES[next(iter(_TABLES))]
         _TABLES[key] = tables
     return tables
+
+
+def _let_plan(tiers: list[list[PluginInstance]]) -> tuple[tuple[tuple[str, str], Any, tuple[str, str] | None], ...]:
+    """Each plugin's session constants in order; one whose term has the shape of an earlier one (two
+    modules computing proportion's deserved shares, say) takes that one's value instead of computing it."""
+    terms = {(p.module.name, n): t for tier in tiers for p in tier for n, t, _fn in p.module.session_lets}
+    shapes: dict[tuple[str, str], object] = {}
+
+    def shape_of(key: tuple[str, str]) -> object:
+        if key not in shapes:
+            shapes[key] = None  # a let that reads itself never matches
+            term = terms.get(key)
+            shapes[key] = None if term is None else ir.shape(term, lambda ref: shape_of((ref.module, ref.name)))
+        return shapes[key]
+    first: dict[object, tuple[str, str]] = {}
+    plan = []
+    for tier in tiers:
+        for p in tier:
+            for name, _term, fn in p.module.session_lets:
+                key = (p.module.name, name)
+                found = shape_of(key)
+                same_as = first.get(found) if found is not None and key not in first.values() else None
+                if found is not None and same_as is None:
+                    first.setdefault(found, key)
+                plan.append((key, fn, same_as))
+    return tuple(plan)
 
 
 def _scalar(rule: CompiledRule) -> CompiledRule:
