@@ -146,20 +146,18 @@ class Pod:
     scheduling_gated: bool = False
     vgpu_limits: Mapping[str, int] = field(default_factory=dict)  # per-container vGPU asks, see deviceshare
     origin: Span | str | None = field(default=None, compare=False)
+    # Derived once when the pod is made (every session's TaskInfo reads them): `namespace/name`; a
+    # best-effort request (nothing asked beyond `pods`); volcano.sh/preemptable from annotations, else
+    # labels, preemptable unless it says false.
+    key: str = field(init=False, repr=False, compare=False)
+    best_effort: bool = field(init=False, repr=False, compare=False)
+    preemptable: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def best_effort(self) -> bool:
-        return self.resreq.is_empty()
-
-    @property
-    def preemptable(self) -> bool:
-        """volcano.sh/preemptable from annotations, else labels; pods default to preemptable."""
+    def __post_init__(self) -> None:
         raw = self.annotations.get(PREEMPTABLE_KEY, self.labels.get(PREEMPTABLE_KEY))
-        return raw is None or raw.strip().lower() not in ("false", "0", "f")
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
+        object.__setattr__(self, "best_effort", self.resreq.is_empty())
+        object.__setattr__(self, "preemptable", raw is None or raw.strip().lower() not in ("false", "0", "f"))
 
 
 @dataclass(frozen=True, slots=True)

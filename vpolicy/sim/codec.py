@@ -104,7 +104,8 @@ _HINTS: dict[type[Any], dict[str, Any]] = {}
 
 def _fields(cls: type[Any]) -> tuple[dataclasses.Field[Any], ...]:
     if cls not in _FIELDS:
-        _FIELDS[cls] = tuple(f for f in dataclasses.fields(cls) if f.name not in _SKIPPED)
+        # derived fields (init=False) are recomputed by the constructor, so they are not encoded
+        _FIELDS[cls] = tuple(f for f in dataclasses.fields(cls) if f.name not in _SKIPPED and f.init)
     return _FIELDS[cls]
 
 
