@@ -167,7 +167,7 @@ class Placement:
         self._static: dict[tuple[Any, ...], np.ndarray] = {}
         self._cached: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
         self._views: dict[tuple[Any, ...], _ClassView] = {}
-        self._view_keys: dict[str, tuple[Any, ...]] = {}  # task uid -> its class (a task's spec is fixed)
+        self._task_views: dict[str, _ClassView] = {}  # task uid -> its class's view (a task's spec is fixed)
         self._names = [n.name for n in self.node_list]
         self._node_predicates = [r for r in self._dynamic_predicates if r.depends == "node"]
         self._any_predicates = [r for r in self._dynamic_predicates if r.depends == "any"]
@@ -325,13 +325,13 @@ class Placement:
     # per task class, on every node ------------------------------------------------------------------
     def _view(self, task: TaskInfo) -> _ClassView:
         """The task's class view, brought up to date with every node change since it was last used."""
-        key = self._view_keys.get(task.uid)
-        if key is None:
-            key = self._view_keys[task.uid] = task_key(task, self._view_reads | {"resreq"})
-        view = self._views.get(key)
+        view = self._task_views.get(task.uid)
         if view is None:
-            view = self._views[key] = self._new_view(task)
-            return view
+            key = task_key(task, self._view_reads | {"resreq"})
+            view = self._views.get(key)
+            if view is None:
+                view = self._views[key] = self._new_view(task)
+            self._task_views[task.uid] = view
         changed = self.arrays.changed
         if view.synced < len(changed):
             stale = changed[view.synced:]
