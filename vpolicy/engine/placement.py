@@ -197,8 +197,8 @@ class Placement:
             if name == "pipelined":
                 return matrix(a.pipelined[rows])
             if name == "idle":
-                return matrix(a.allocatable[rows] - a.used[rows])
-            return matrix(a.allocatable[rows] - a.used[rows] + a.releasing[rows] - a.pipelined[rows])
+                return matrix(a.idle_now[rows])
+            return matrix(a.future[rows])  # future_idle
 
         def counts(name: str) -> np.ndarray:
             if name == "pod_count":

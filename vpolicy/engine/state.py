@@ -249,6 +249,15 @@ class NodeInfo:
         return f"Node({self.name})"
 
 
+_USAGE = ("used", "releasing", "pipelined", "idle", "future")
+# How each way of holding a request moves the usage rows.
+_MOVES = {
+    "used": {"used": 1, "idle": -1, "future": -1},
+    "releasing": {"used": 1, "releasing": 1, "idle": -1},  # future = idle + releasing: unchanged
+    "pipelined": {"pipelined": 1, "future": -1},
+}
+
+
 class NodeArrays:
     """Every Ready node's resources as rows of numpy arrays, kept in step with NodeInfo.
 
@@ -268,20 +277,34 @@ class NodeArrays:
         self.infos = nodes
         shape = (len(nodes), len(self.dims))
         self.allocatable = np.zeros(shape)
-        self.used = np.zeros(shape)
-        self.releasing = np.zeros(shape)
-        self.pipelined = np.zeros(shape)
+        # used, releasing, pipelined, idle and future of a node side by side, so one placement moves
+        # all five rows in one operation (`move`); the named arrays are views into it
+        self._usage = np.zeros((len(nodes), len(_USAGE), len(self.dims)))
+        self.used, self.releasing, self.pipelined, self.idle_now, self.future = (
+            self._usage[:, k, :] for k in range(len(_USAGE)))
         self.pod_count = np.zeros(len(nodes))
         self.version = np.zeros(len(nodes), dtype=np.int64)
         # every row change in order (a row appears once per change): per-task-class answers kept by
         # the placement catch up by reading the entries added since they last looked
         self.changed: list[int] = []
-        self.idle_now = np.zeros(shape)  # allocatable - used, kept per row by SessionState._row_changed
-        self.future = np.zeros(shape)  # idle + releasing - pipelined (Volcano's FutureIdle)
         for i, n in enumerate(nodes):
             self.allocatable[i] = self.vector(n.allocatable)
         self._vectors: dict[Resources, np.ndarray] = {}
-        self._negated: dict[Resources, np.ndarray] = {}
+        self._moves: dict[tuple[Resources, str, int], np.ndarray] = {}
+
+    def move(self, i: int, res: Resources, kind: str, sign: int) -> None:
+        """Row i gains (sign 1) or loses (-1) a request held as `kind` (used, releasing: used and
+        releasing, pipelined); idle (allocatable - used) and future (idle + releasing - pipelined)
+        move with it, by the same exact integer amounts."""
+        key = (res, kind, sign)
+        delta = self._moves.get(key)
+        if delta is None:
+            vec = sign * self.cached_vector(res)
+            delta = np.zeros((len(_USAGE), len(self.dims)))
+            for name, factor in _MOVES[kind].items():
+                delta[_USAGE.index(name)] = factor * vec
+            self._moves[key] = delta
+        self._usage[i] += delta
 
     def vector(self, res: Resources) -> np.ndarray:
         out = np.zeros(len(self.dims))
@@ -297,11 +320,6 @@ class NodeArrays:
             vec = self._vectors[res] = self.vector(res)
         return vec
 
-    def cached_negation(self, res: Resources) -> np.ndarray:
-        vec = self._negated.get(res)
-        if vec is None:
-            vec = self._negated[res] = -self.cached_vector(res)
-        return vec
 
     def unknown_dims(self, res: Resources) -> list[str]:
         """Requested dimensions no node has at all (so no node can fit them)."""
@@ -432,19 +450,8 @@ class SessionState:
         if arrays is None:
             return  # still building: the arrays are filled once every pod is placed
         i = arrays.row[node.name]
-        # dimensions no node has are left out, as in `vector`; idle and future move with used,
-        # releasing and pipelined as their definitions say (exact: every value is an integer)
-        delta = arrays.cached_vector(task.resreq) if sign > 0 else arrays.cached_negation(task.resreq)
-        if pipelined:
-            arrays.pipelined[i] += delta
-            arrays.future[i] -= delta
-        else:
-            arrays.used[i] += delta
-            arrays.idle_now[i] -= delta
-            if releasing:
-                arrays.releasing[i] += delta
-            else:
-                arrays.future[i] -= delta
+        # dimensions no node has are left out, as in `vector`
+        arrays.move(i, task.resreq, "pipelined" if pipelined else "releasing" if releasing else "used", sign)
         arrays.pod_count[i] = len(node.tasks)
         arrays.version[i] += 1
         arrays.changed.append(i)
