@@ -66,10 +66,69 @@ def test_an_answer_in_one_tier_closes_later_tiers() -> None:
 
 def test_a_rule_outside_the_fragment_is_abstracted_not_refused() -> None:
     world = ev.World(2)
-    uses_resources = _filter(ir.op("<=", _attr("c", "resreq"), _attr("preemptor", "resreq")))
-    encoded = ev.encode(world, [[_rule(uses_resources)]])
+    uses_shares = _filter(ir.op("<=", ir.Apply("share", (_attr("c", "resreq"), _attr("preemptor", "resreq"))),
+                                ir.Const(0.5)))
+    encoded = ev.encode(world, [[_rule(uses_shares)]])
     assert not encoded.exact
     assert encoded.abstracted == ("t.rule",)
+
+
+def test_resource_vectors_compare_on_every_dimension() -> None:
+    world = ev.World(1)
+    fits = _filter(ir.op("<=", _attr("c", "resreq"), _attr("preemptor", "resreq")))
+    encoded = ev.encode(world, [[_rule(fits)]])
+    assert encoded.exact
+    # chosen although its memory exceeds the preemptor's: impossible
+    bad = ir.op("and", encoded.victims[0], ir.op(">", ir.Sym("c0.resreq.memory"), ir.Sym("p.resreq.memory")))
+    assert isinstance(Z3Backend().check([(LABEL, t) for t in (*encoded.hard, bad)]), Unsat)
+
+
+def test_a_session_map_is_any_value_and_makes_the_encoding_inexact() -> None:
+    world = ev.World(1)
+    above = _filter(ir.op("not", ir.Apply("le", (_attr("c", "queue", "allocated"),
+                                                 ir.GetIndex(ir.SessionRef("proportion", "deserved"),
+                                                             _attr("c", "queue"))))))
+    encoded = ev.encode(world, [[_rule(above)]])
+    assert not encoded.exact and encoded.approximated == ("t.rule",) and not encoded.abstracted
+    assert world.unknown_maps == {"proportion.deserved"}
+
+
+def test_shipped_default_policy_never_reclaims_below_a_guarantee_proved_for_every_size() -> None:
+    policy = policies.from_policy_file(ROOT / "policies" / "default.vpol")
+    outcome = verify_props.prove_reclaim_guarantee(policy, candidates=3)
+    assert outcome.status == "proved", outcome.detail
+    assert outcome.detail.startswith("symbolic (Z3): shares.keep_guarantee alone would never choose victims")
+    assert "any number of resources" in outcome.detail
+
+
+def test_shipped_default_policy_reclaims_only_above_deserved_in_any_eviction_order_proved() -> None:
+    policy = policies.from_policy_file(ROOT / "policies" / "default.vpol")
+    outcome = verify_props.prove_reclaim(policy, "reclaim-overused-only", candidates=3)
+    assert outcome.status == "proved", outcome.detail
+    assert outcome.detail.startswith("symbolic (Z3): shares.above_deserved_in_any_order alone would choose a victim")
+
+
+def test_session_maps_computed_by_equal_terms_are_one_unknown() -> None:
+    """shares.vpol copies proportion's `deserved`: the proof may compare the two (same computation)."""
+    policy = policies.from_policy_file(ROOT / "policies" / "default.vpol")
+    lets = {(p.module.name, n): t for tier in policy.tiers for p in tier for n, t, _fn in p.module.session_lets}
+    world = ev.World(1, session_terms=lets)
+    assert ev.map_name(world, "shares", "deserved") == ev.map_name(world, "proportion", "deserved") == \
+        "proportion.deserved"
+    assert ev.map_name(world, "shares", "requests") == "proportion.requests"
+
+
+def test_volcano_proportion_alone_is_not_proved_to_keep_guarantees() -> None:
+    """Without shares.vpol, proportion takes a victim while its queue is above deserved before the
+    eviction (policies/tests/reclaim/reclaim_can_take_a_queue_below_its_guarantee.yaml)."""
+    conf = conf_loader.parse_conf_text(
+        'actions: "enqueue, allocate, reclaim"\ntiers:\n- plugins:\n  - name: gang\n  - name: conformance\n'
+        '  - name: proportion\n', file="<conf>")
+    outcome = verify_props.prove_reclaim_guarantee(policies.from_conf(conf), candidates=2)
+    assert outcome.status == "inconclusive"
+    # and proportion checks "above deserved" in candidate order, not in the order reclaim evicts
+    outcome = verify_props.prove_reclaim(policies.from_conf(conf), "reclaim-overused-only", candidates=2)
+    assert outcome.status == "inconclusive"
 
 
 def test_shipped_default_policy_only_preempts_lower_priority_proved_exactly() -> None:

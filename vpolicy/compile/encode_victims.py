@@ -9,11 +9,18 @@ slots `job0..jobK` (job0 is the preemptor's) and queue slots; a task's job is an
 `c.job == preemptor.job`, `c.job.priority` and `group c.job` work by case split over the slots.
 Strings become integer codes (constants interned; an attribute may take any code).
 
-Calls of a module's helper functions are inlined from their bodies (given by the caller). A rule
-outside the fragment (resources, session constants, lists of the cluster) is not
-refused: its answer becomes a fresh boolean per candidate, i.e. *any* subset. That over-approximates
-it, so an `Unsat` proof stays a proof for the real rule, and a `Sat` answer may be spurious (the caller
-then falls back to search with the exact engine). `Encoded.exact` says whether any rule was abstracted.
+Resource vectors (`c.resreq`, `c.queue.allocated`, `q.guarantee`, `left - c.resreq`, `le(a, b)`) are
+one integer unknown per dimension of `World.dims`. Every vector operation of the fragment treats all
+dimensions alike and no rule in it names one, so a world of any number of dimensions keeps every
+comparison's answer when projected onto one witness dimension per comparison: with
+`World.comparisons` + 1 dimensions (the extra one for the property's own), a proof covers vectors of
+any size (`verify_props` encodes again with that many when the first pass needs more). A session map indexed by a queue or job (`deserved[c.queue]`) is an unknown vector per
+slot: any value, the same for the same object. Calls of a module's helper functions are inlined from
+their bodies (given by the caller). A rule outside the fragment (other session constants, lists of the
+cluster, dimension lists, shares) is not refused: its answer becomes a fresh boolean per candidate,
+i.e. *any* subset. Both over-approximate, so an `Unsat` proof stays a proof for the real rules, and a
+`Sat` answer may be spurious (the caller then falls back to search with the exact engine).
+`Encoded.exact` says whether any rule was abstracted or read a session map.
 
 The combination is `Runtime.victims` step by step: within a tier, rules intersect and an empty answer
 ends the tier with nothing; the first tier with victims decides; once a rule has answered, later tiers
@@ -33,6 +40,7 @@ _COUNTS = frozenset({"min_available", "ready_count", "pipelined_count", "pending
 _SORTS = {"int": "int", "number": "real", "bool": "bool", "string": "int", "vote": "int"}
 _KIND_ATTRS = {"task": builtins.TASK, "job": builtins.JOB, "queue": builtins.QUEUE}
 _MAX_CALL_DEPTH = 8  # helper calls inlined this deep (a recursive helper beyond it is abstracted)
+RESOURCE_DIMS = ("cpu", "memory", "other")  # the dimensions of a first pass
 STATUS_CODES = ("Pending", "Allocated", "Pipelined", "Binding", "Bound", "Running", "Releasing", "Succeeded",
                 "Failed", "Unknown")
 
@@ -50,6 +58,20 @@ class Obj:
     index: ir.Term = ir.Const(0)  # job and queue slots
 
 
+@dataclass(frozen=True, slots=True)
+class Vec:
+    """A resource vector: one integer term per dimension of its world's `dims`."""
+
+    dims: tuple[ir.Term, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Dim:
+    """A dimension bound by `any(k in dims(v): ...)`: an index into `World.dims`."""
+
+    index: int
+
+
 @dataclass(slots=True)
 class World:
     """The symbolic world of one question: the preemptor, K candidates, K+1 job and queue slots.
@@ -64,6 +86,14 @@ class World:
     hard: list[ir.Term] = field(default_factory=list)
     fresh: int = 0
     depth: int = 0
+    vectors: dict[str, Vec] = field(default_factory=dict)
+    dims: tuple[str, ...] = RESOURCE_DIMS
+    comparisons: int = 0  # vector comparisons encoded (each may need its own witness dimension)
+    # Session lets by (module, name), to name a session map by what it computes: two modules' maps
+    # built by equal terms (proportion's `deserved` and a copy) are one unknown
+    session_terms: dict[tuple[str, str], ir.Term] = field(default_factory=dict)
+    unknown_maps: set[str] = field(default_factory=set)  # session maps read as unknowns (`deserved`)
+    map_reads: int = 0
 
     @property
     def jobs(self) -> int:
@@ -79,6 +109,8 @@ class World:
         attr = _KIND_ATTRS[kind].get(name)
         if attr is None:
             raise Unsupported(f"{kind}.{name}")
+        if attr.type == "resources":
+            raise Unsupported(f"{kind}.{name} is a vector (ask `vec`)")
         sort = _SORTS.get(attr.type.rstrip("?"))
         if sort is None:
             raise Unsupported(f"{kind}.{name}: {attr.type}")
@@ -86,6 +118,15 @@ class World:
         if name in _COUNTS:
             self.hard.append(ir.op(">=", term, ir.Const(0)))
         return term
+
+    def vec(self, owner: str, name: str) -> Vec:
+        """A resource vector unknown, never negative (requests, allocations, guarantees, shares)."""
+        key = f"{owner}.{name}"
+        if key not in self.vectors:
+            dims = tuple(ir.Sym(f"{key}.{d}", "int") for d in self.dims)
+            self.hard.extend(ir.op(">=", d, ir.Const(0)) for d in dims)
+            self.vectors[key] = Vec(dims)
+        return self.vectors[key]
 
     def job_of(self, slot: str) -> ir.Term:
         return ir.Sym(f"{slot}.job#", "int")
@@ -114,10 +155,11 @@ class World:
 @dataclass(frozen=True, slots=True)
 class Encoded:
     victims: tuple[ir.Term, ...]  # per candidate: chosen as a victim by the combination
-    exact: bool  # no rule was abstracted
-    decided_exactly: ir.Term  # the answer came from a tier such that no rule up to it was abstracted
+    exact: bool  # no rule was abstracted or read a session map as an unknown
+    decided_exactly: ir.Term  # the answer came from a tier such that every rule up to it was exact
     abstracted: tuple[str, ...]  # rule ids answered by "any subset"
     hard: tuple[ir.Term, ...]  # the world's domain constraints
+    approximated: tuple[str, ...] = ()  # rule ids encoded with a session map (`deserved`) as any value
 
 
 def encode(world: World, tiers: Sequence[Sequence[tuple[str, tuple[str, ...], ir.Term]]]) -> Encoded:
@@ -125,8 +167,10 @@ def encode(world: World, tiers: Sequence[Sequence[tuple[str, tuple[str, ...], ir
     k = world.k
     keeps: dict[int, tuple[ir.Term, ...]] = {}
     abstracted: list[str] = []
+    approximated: list[str] = []
     for tier in tiers:
         for rule_id, params, term in tier:
+            maps = world.map_reads
             try:
                 keeps[id(term)] = tuple(world.define(f"{rule_id}.c{i}", t, "bool")
                                         for i, t in enumerate(_encode_rule(world, params, term)))
@@ -134,6 +178,9 @@ def encode(world: World, tiers: Sequence[Sequence[tuple[str, tuple[str, ...], ir
                 abstracted.append(rule_id)
                 keeps[id(term)] = tuple(ir.op("and", world.present(i), world.abstract(f"{rule_id}.c{i}"))
                                         for i in range(k))
+            else:
+                if world.map_reads > maps:
+                    approximated.append(rule_id)
     empty = tuple(ir.Const(False) for _ in range(k))
     victims: tuple[ir.Term, ...] = empty
     answered: ir.Term = ir.Const(False)
@@ -142,7 +189,8 @@ def encode(world: World, tiers: Sequence[Sequence[tuple[str, tuple[str, ...], ir
     exact_so_far = True
     decided_exactly: list[ir.Term] = []
     for tier in tiers:
-        exact_so_far = exact_so_far and not any(rule_id in abstracted for rule_id, _p, _t in tier)
+        exact_so_far = exact_so_far and not any(rule_id in abstracted or rule_id in approximated
+                                                for rule_id, _p, _t in tier)
         stop: ir.Term = ir.Const(False)
         for _rule_id, _params, term in tier:
             kept = keeps[id(term)]
@@ -160,7 +208,8 @@ def encode(world: World, tiers: Sequence[Sequence[tuple[str, tuple[str, ...], ir
         returned = world.define("returned", ir.op("or", returned, now), "bool")
         if exact_so_far:
             decided_exactly.append(now)
-    return Encoded(result, not abstracted, ir.op("or", *decided_exactly), tuple(abstracted), tuple(world.hard))
+    return Encoded(result, not abstracted and not approximated, ir.op("or", *decided_exactly), tuple(abstracted),
+                   tuple(world.hard), tuple(approximated))
 
 
 # Rule bodies -----------------------------------------------------------------------------------------
@@ -197,7 +246,7 @@ def _select(world: World, t: ir.Term, env: dict[str, Any]) -> tuple[ir.Term, ...
         state = _value(world, t.group_start, inner)
         for j in range(i):  # the latest earlier candidate of the same group carries the group's state
             same = ir.op("and", world.present(j), ir.op("==", groups[j], key.index))
-            state = ir.cond(same, after[j], state)
+            state = _cond(same, after[j], state)
         with_state = {**inner, t.state: state}
         keep = ir.op("and", world.present(i), _bool(world, t.when, with_state))
         kept.append(keep)
@@ -205,15 +254,31 @@ def _select(world: World, t: ir.Term, env: dict[str, Any]) -> tuple[ir.Term, ...
             nxt = state
         else:
             changed = _value(world, t.then, with_state)
-            nxt = changed if t.after else ir.cond(keep, changed, state)
-        after.append(world.define(f"state.c{i}", ir.cond(world.present(i), nxt, state), "real"))
+            nxt = changed if t.after else _cond(keep, changed, state)
+        after.append(_define(world, f"state.c{i}", _cond(world.present(i), nxt, state)))
     return tuple(kept)
+
+
+def _cond(test: ir.Term, then: Any, orelse: Any) -> Any:
+    if isinstance(then, Vec) or isinstance(orelse, Vec):
+        if not (isinstance(then, Vec) and isinstance(orelse, Vec)):
+            raise Unsupported("a vector and a number in one if")
+        return Vec(tuple(ir.cond(test, a, b) for a, b in zip(then.dims, orelse.dims)))
+    if isinstance(then, Obj) or isinstance(orelse, Obj):
+        raise Unsupported("object-valued if")
+    return ir.cond(test, then, orelse)
+
+
+def _define(world: World, name: str, value: Any) -> Any:
+    if isinstance(value, Vec):
+        return Vec(tuple(world.define(f"{name}.{d}", t, "int") for d, t in zip(world.dims, value.dims)))
+    return world.define(name, value, "real")
 
 
 def _bool(world: World, t: ir.Term, env: dict[str, Any]) -> ir.Term:
     v = _value(world, t, env)
-    if isinstance(v, Obj):
-        raise Unsupported("object used as a condition")
+    if isinstance(v, (Obj, Vec)):
+        raise Unsupported("object or vector used as a condition")
     return v
 
 
@@ -233,11 +298,11 @@ def _value(world: World, t: ir.Term, env: dict[str, Any]) -> Any:  # noqa: C901 
     if isinstance(t, ir.GetAttr):
         return _attr(world, _value(world, t.obj, env), t.name)
     if isinstance(t, ir.Cond):
-        test = _bool(world, t.test, env)
-        then, orelse = _value(world, t.then, env), _value(world, t.orelse, env)
-        if isinstance(then, Obj) or isinstance(orelse, Obj):
-            raise Unsupported("object-valued if")
-        return ir.cond(test, then, orelse)
+        return _cond(_bool(world, t.test, env), _value(world, t.then, env), _value(world, t.orelse, env))
+    if isinstance(t, ir.GetIndex):
+        return _session_entry(world, t, env)
+    if isinstance(t, ir.Agg):
+        return _agg(world, t, env)
     if isinstance(t, ir.Op):
         return _op(world, t, env)
     if isinstance(t, ir.Apply):
@@ -261,8 +326,41 @@ def _value(world: World, t: ir.Term, env: dict[str, Any]) -> Any:  # noqa: C901 
     raise Unsupported(type(t).__name__)
 
 
-def _op(world: World, t: ir.Op, env: dict[str, Any]) -> ir.Term:
+def _session_entry(world: World, t: ir.GetIndex, env: dict[str, Any]) -> Vec:
+    """`deserved[q]`: a session map of the cluster, indexed by a queue or job slot, is any vector per slot."""
+    if not isinstance(t.obj, ir.SessionRef):
+        raise Unsupported("index of something other than a session map")
+    key = _value(world, t.key, env)
+    if not isinstance(key, Obj) or key.kind == "task":
+        raise Unsupported("session map indexed by other than a queue or job")
+    name = map_name(world, t.obj.module, t.obj.name)
+    world.unknown_maps.add(name)
+    world.map_reads += 1
+    return _vec_by_slot(world, key.index, lambda q: world.vec(f"{key.kind}{q}", name))
+
+
+def map_name(world: World, module: str, name: str) -> str:
+    """The unknown that stands for a session map: named after the first module whose let computes the
+    same term (session constants it reads expanded), so equal computations share one unknown."""
+    target = _expanded(world, module, name)
+    if target is not None:
+        for (m, n) in world.session_terms:
+            if n == name and _expanded(world, m, n) == target:
+                return f"{m}.{n}"
+    return f"{module}.{name}"
+
+
+def _expanded(world: World, module: str, name: str, depth: int = 0) -> object | None:
+    term = world.session_terms.get((module, name))
+    if term is None or depth > _MAX_CALL_DEPTH:
+        return None
+    return ir.shape(term, lambda ref: _expanded(world, ref.module, ref.name, depth + 1))
+
+
+def _op(world: World, t: ir.Op, env: dict[str, Any]) -> Any:
     args = [_value(world, a, env) for a in t.args]
+    if any(isinstance(a, Vec) for a in args):
+        return _vector_op(world, t.op, args)
     if t.op in ("==", "!=") and any(isinstance(a, Obj) for a in args):
         a, b = args
         if not (isinstance(a, Obj) and isinstance(b, Obj) and a.kind == b.kind):
@@ -272,6 +370,54 @@ def _op(world: World, t: ir.Op, env: dict[str, Any]) -> ir.Term:
     if any(isinstance(a, Obj) for a in args):
         raise Unsupported("arithmetic on objects")
     return ir.op(t.op, *args)
+
+
+def _agg(world: World, t: ir.Agg, env: dict[str, Any]) -> ir.Term:
+    """`any`/`all` over `dims(v)` (one case per dimension), `min`/`max` over the candidates."""
+    if t.func in ("any", "all") and isinstance(t.source, ir.Apply) and t.source.func == "dims":
+        vec = _value(world, t.source.args[0], env)
+        if not isinstance(vec, Vec):
+            raise Unsupported("dims of a number")
+        world.comparisons += 1  # its answer may rest on one dimension of its own
+        parts = []
+        for d in range(len(world.dims)):
+            inner = {**env, t.var: Dim(d)}
+            test = ir.op("and", *(_bool(world, x, inner) for x in (t.where, t.body) if x is not None))
+            member = ir.op(">", vec.dims[d], ir.Const(0))  # dims(v): the dimensions v is positive on
+            parts.append(ir.op("and", member, test) if t.func == "any" else ir.op("or", ir.op("not", member), test))
+        return ir.op("or" if t.func == "any" else "and", *parts)
+    if t.func in ("min", "max") and isinstance(t.source, ir.Var) and env.get(t.source.name) == "$candidates":
+        if t.body is None:
+            raise Unsupported(f"{t.func} of candidates")
+        world.fresh += 1
+        out: ir.Term = ir.Sym(f"unknown{world.fresh}.{t.func}", "real")  # over no candidate: any value
+        seen: ir.Term = ir.Const(False)
+        better = "<" if t.func == "min" else ">"
+        for i in range(world.k):
+            inner = {**env, t.var: Obj("task", f"c{i}")}
+            take = ir.op("and", world.present(i), *([_bool(world, t.where, inner)] if t.where is not None else []))
+            value = _value(world, t.body, inner)
+            if isinstance(value, (Obj, Vec)):
+                raise Unsupported(f"{t.func} of objects or vectors")
+            out = world.define(f"{t.func}.c{i}", ir.cond(ir.op("and", take, ir.op("or", ir.op("not", seen),
+                                                                                 ir.op(better, value, out))),
+                                                         value, out), "real")
+            seen = world.define("seen", ir.op("or", seen, take), "bool")
+        return out
+    raise Unsupported(f"{t.func} over {type(t.source).__name__}")
+
+
+def _vector_op(world: World, op: str, args: list[Any]) -> Any:
+    """+ and - per dimension; <= and >= on every dimension (the DSL's resource comparison)."""
+    if not all(isinstance(a, Vec) for a in args) or len(args) != 2:
+        raise Unsupported(f"{op} on a vector and a number")
+    a, b = args
+    if op in ("+", "-"):
+        return Vec(tuple(ir.op(op, x, y) for x, y in zip(a.dims, b.dims)))
+    if op in ("<=", ">="):
+        world.comparisons += 1
+        return ir.op("and", *(ir.op(op, x, y) for x, y in zip(a.dims, b.dims)))
+    raise Unsupported(f"{op} on vectors")
 
 
 def _same(world: World, a: Obj, b: Obj) -> ir.Term:
@@ -292,6 +438,14 @@ def _apply(world: World, t: ir.Apply, env: dict[str, Any]) -> ir.Term:
     args = [_value(world, a, env) for a in t.args]
     if any(isinstance(a, Obj) for a in args):
         raise Unsupported(f"{t.func} on objects")
+    if t.func == "get" and len(args) == 2 and isinstance(args[0], Vec) and isinstance(args[1], Dim):
+        return args[0].dims[args[1].index]
+    if any(isinstance(a, Dim) for a in args):
+        raise Unsupported(f"{t.func} of a dimension")
+    if t.func == "le":
+        return _vector_op(world, "<=", args)
+    if any(isinstance(a, Vec) for a in args):
+        raise Unsupported(f"function {t.func} on vectors")
     if t.func == "compare":
         a, b = args
         return ir.cond(ir.op("<", a, b), ir.Const(-1), ir.cond(ir.op(">", a, b), ir.Const(1), ir.Const(0)))
@@ -307,21 +461,41 @@ def _apply(world: World, t: ir.Apply, env: dict[str, Any]) -> ir.Term:
 def _attr(world: World, obj: Any, name: str) -> Any:
     if not isinstance(obj, Obj):
         raise Unsupported(f".{name} of a value")
+    vector = name in _KIND_ATTRS.get(obj.kind, {}) and _KIND_ATTRS[obj.kind][name].type == "resources"
     if obj.kind == "task":
         if name == "job":
             return Obj("job", index=ir.Const(0) if obj.slot == "p" else world.job_of(obj.slot))
         if name == "queue":
             return _attr(world, _attr(world, obj, "job"), "queue")
-        return world.sym(obj.slot, name, "task")
+        return world.vec(obj.slot, name) if vector else world.sym(obj.slot, name, "task")
     if obj.kind == "job":
         if name == "queue":
             return Obj("queue", index=_by_slot(world, obj.index, lambda j: world.queue_of_job(j)))
+        if vector:
+            return _vec_by_slot(world, obj.index, lambda j: world.vec(f"job{j}", name))
         return _by_slot(world, obj.index, lambda j: world.sym(f"job{j}", name, "job"))
     if obj.kind == "queue":
-        if name in ("parent", "ancestors", "children", "jobs"):
+        if name in ("parent", "ancestors", "children", "jobs", "tree_allocated", "tree_inqueue", "request",
+                    "elastic"):
             raise Unsupported(f"queue.{name}")
+        if vector:
+            return _vec_by_slot(world, obj.index, lambda q: world.vec(f"queue{q}", name))
         return _by_slot(world, obj.index, lambda q: world.sym(f"queue{q}", name, "queue"))
     raise Unsupported(obj.kind)
+
+
+def _vec_by_slot(world: World, index: ir.Term, make: Any) -> Vec:
+    """`_by_slot` for vectors: the same case split on every dimension (unknowns made once per slot)."""
+    if isinstance(index, ir.Const):
+        return make(int(index.value))  # type: ignore[no-any-return]  # reason: make returns a Vec
+    slots = [make(j) for j in range(world.jobs)]
+    dims = []
+    for d in range(len(world.dims)):
+        out = slots[-1].dims[d]
+        for j in range(world.jobs - 2, -1, -1):
+            out = ir.cond(ir.op("==", index, ir.Const(j)), slots[j].dims[d], out)
+        dims.append(out)
+    return Vec(tuple(dims))
 
 
 def _by_slot(world: World, index: ir.Term, make: Any) -> ir.Term:

@@ -8,11 +8,14 @@ A world is a `Spec` of choices, built into a `ClusterSnapshot` by `build`:
 - 1..N jobs, each in some queue, of priority class `low` (10) or `high` (1000), of a shape (1 or 2
   tasks of 1 cpu with minMember 1 or 2, one task of 2 cpus, or 2 tasks whose second has pod priority
   1000), and in a state: Running from node k (tasks go to nodes k, k+1, ... while they fit; a task that
-  fits nowhere stays Pending), Inqueue with pending tasks, or Pending with minResources.
+  fits nowhere stays Pending), Inqueue with pending tasks, or Pending with minResources. A Running job
+  may instead name the node of each task (`placed`): `verify_canon` writes the worlds it runs that way.
 
 `space(bound)` counts the worlds; `worlds(bound, limit, seed)` yields all of them when they are at most
 `limit`, else `limit` distinct ones drawn with a seeded generator (the caller reports which). `shrink`
-makes a failing world smaller while a predicate still fails, so counterexamples read well.
+makes a failing world smaller while a predicate still fails, so counterexamples read well. Many worlds
+of the space are the same cluster, or clusters a policy cannot tell apart: `verify_canon` enumerates
+one world for each class and counts the worlds it stands for.
 """
 from __future__ import annotations
 
@@ -43,6 +46,7 @@ class JobSpec:
     shape: int
     state: str  # running | inqueue | pending
     node: int = 0  # first node tried when running
+    placed: tuple[int, ...] | None = None  # running: the node index of each task (-1: pending), if given
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +151,12 @@ def build(spec: Spec) -> snap.ClusterSnapshot:
         for t in range(tasks):
             request = _res(cpu, GIB, 1)
             node = ""
-            if job.state == RUNNING:
+            if job.state == RUNNING and job.placed is not None:
+                k = job.placed[t] if t < len(job.placed) else -1
+                if k >= 0 and request.le(free[nodes[k].name]):
+                    node = nodes[k].name
+                    free[node] = free[node] - request
+            elif job.state == RUNNING:
                 for k in range(len(nodes)):
                     candidate = nodes[(job.node + k) % len(nodes)].name
                     if request.le(free[candidate]):
@@ -210,7 +219,8 @@ def _smaller(spec: Spec) -> Iterator[Spec]:
     for i in range(len(spec.nodes)):
         if len(spec.nodes) > 1:
             rest = len(spec.nodes) - 1
-            jobs = tuple(replace(j, node=min(j.node if j.node < i else max(j.node - 1, 0), rest - 1))
+            jobs = tuple(replace(j, node=min(j.node if j.node < i else max(j.node - 1, 0), rest - 1),
+                                 placed=_without_node(j.placed, i))
                          for j in spec.jobs)
             yield replace(spec, nodes=spec.nodes[:i] + spec.nodes[i + 1:], jobs=jobs)
     if len(spec.queues) > 1:
@@ -227,4 +237,12 @@ def _smaller(spec: Spec) -> Iterator[Spec]:
             yield replace(spec, nodes=spec.nodes[:i] + (min(NODE_CPUS),) + spec.nodes[i + 1:])
     for i, job in enumerate(spec.jobs):
         if job.shape != 0:
-            yield replace(spec, jobs=spec.jobs[:i] + (replace(job, shape=0),) + spec.jobs[i + 1:])
+            simpler = replace(job, shape=0, placed=job.placed[:1] if job.placed else job.placed)
+            yield replace(spec, jobs=spec.jobs[:i] + (simpler,) + spec.jobs[i + 1:])
+
+
+def _without_node(placed: tuple[int, ...] | None, i: int) -> tuple[int, ...] | None:
+    """Explicit placements once node i is gone: its tasks pending, later nodes one index down."""
+    if placed is None:
+        return None
+    return tuple(-1 if k == i else (k - 1 if k > i else k) for k in placed)
