@@ -411,6 +411,8 @@ def _podgroups(o: Observed) -> dict[str, snap.PodGroup]:
 
 
 def _preempt_priority(o: Observed) -> list[str]:
+    if not any(e.action == "preempt" for e in o.first.evictions):
+        return []
     pods, groups = _pods(o), _podgroups(o)
     out = []
     for e in o.first.evictions:
@@ -477,6 +479,8 @@ def _reclaim_overused(o: Observed) -> list[str]:
 
 
 def _guarantee_kept(o: Observed) -> list[str]:
+    if not any(e.action == "reclaim" for e in o.first.evictions):
+        return []
     pods = _pods(o)
     queues = {q.name: q for q in o.snapshot.queues}
     out = []
@@ -494,6 +498,8 @@ def _guarantee_kept(o: Observed) -> list[str]:
 
 
 def _cycles(o: Observed) -> list[str]:
+    if not o.first.evictions:  # no edge in the first session, so none can close a cycle in the second
+        return []
     edges = _eviction_edges(o, o.first)
     if o.first.evictions:
         edges += _eviction_edges(o, o.second(), session=2)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import random
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Callable, Iterator
 
 from vpolicy.model import snapshot as snap
@@ -136,11 +137,7 @@ def _sample(bound: int, limit: int, seed: int) -> Iterator[Spec]:
 # Building a snapshot -----------------------------------------------------------------------------------
 
 def build(spec: Spec) -> snap.ClusterSnapshot:
-    nodes = tuple(snap.Node(name=f"n{i}", allocatable=_res(c * 1000, 4 * GIB, 4), capacity=_res(c * 1000, 4 * GIB, 4),
-                            labels={"kubernetes.io/hostname": f"n{i}"}) for i, c in enumerate(spec.nodes))
-    queues = tuple(_queue(i, profile, under) for i, (profile, under) in enumerate(spec.queues))
-    queues = (*queues, snap.Queue(name=snap.ROOT_QUEUE, weight=1, reclaimable=False),
-              snap.Queue(name=snap.DEFAULT_QUEUE, weight=1, reclaimable=True))
+    nodes, queues = _nodes(spec.nodes), _queues(spec.queues)
     free = {n.name: n.allocatable for n in nodes}
     podgroups, pods = [], []
     for i, job in enumerate(spec.jobs):
@@ -179,6 +176,20 @@ def build(spec: Spec) -> snap.ClusterSnapshot:
             priority_class_name=cls.name, phase=phase, creation=EPOCH + 100 + i))
     return snap.ClusterSnapshot(nodes=nodes, pods=tuple(pods), podgroups=tuple(podgroups), queues=queues,
                                 priority_classes=PRIORITY_CLASSES, namespaces=(NAMESPACE,))
+
+
+@lru_cache(maxsize=64)
+def _nodes(cpus: tuple[int, ...]) -> tuple[snap.Node, ...]:
+    """The nodes of a world (immutable, so worlds with the same nodes share them)."""
+    return tuple(snap.Node(name=f"n{i}", allocatable=_res(c * 1000, 4 * GIB, 4), capacity=_res(c * 1000, 4 * GIB, 4),
+                           labels={"kubernetes.io/hostname": f"n{i}"}) for i, c in enumerate(cpus))
+
+
+@lru_cache(maxsize=1024)
+def _queues(profiles: tuple[tuple[str, bool], ...]) -> tuple[snap.Queue, ...]:
+    queues = tuple(_queue(i, profile, under) for i, (profile, under) in enumerate(profiles))
+    return (*queues, snap.Queue(name=snap.ROOT_QUEUE, weight=1, reclaimable=False),
+            snap.Queue(name=snap.DEFAULT_QUEUE, weight=1, reclaimable=True))
 
 
 def _res(cpu: int, memory: int, pods: int) -> Resources:
