@@ -59,7 +59,8 @@ def _explain_verify_commands(sub: "argparse._SubParsersAction[argparse.ArgumentP
     v.add_argument("--property", action="append", metavar="NAME", help="only these properties (repeatable)")
     v.add_argument("--bound", type=int, default=2, metavar="N", help="clusters of at most N nodes, jobs and queues")
     v.add_argument("--worlds", type=int, default=None, metavar="K",
-                   help="search at most K clusters (default 2000); every cluster of the bound when it has no more")
+                   help="bounds 1-2 are searched exhaustively (one canonical cluster per class); with K, only when "
+                        "they have at most K canonical clusters, else K are sampled (larger bounds: K, default 2000)")
     v.add_argument("--seed", type=int, default=0, help="seed for sampling when the bound has more clusters than K")
     v.add_argument("--output", choices=("text", "json"), default="text")
     v.add_argument("--write", metavar="DIR", help="write each counterexample cluster as DIR/<property>.yaml")
