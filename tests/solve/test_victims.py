@@ -8,7 +8,7 @@ import pytest
 from vpolicy.compile import encode_victims as ev
 from vpolicy.compile import ir
 from vpolicy.harness import policy as policies
-from vpolicy.harness import verify_props
+from vpolicy.harness import verify_symbolic
 from vpolicy.load import conf as conf_loader
 from vpolicy.solve.backend_z3 import Z3Backend
 from vpolicy.solve.result import Sat, Unsat
@@ -95,7 +95,7 @@ def test_a_session_map_is_any_value_and_makes_the_encoding_inexact() -> None:
 
 def test_shipped_default_policy_never_reclaims_below_a_guarantee_proved_for_every_size() -> None:
     policy = policies.from_policy_file(ROOT / "policies" / "default.vpol")
-    outcome = verify_props.prove_reclaim_guarantee(policy, candidates=3)
+    outcome = verify_symbolic.prove_reclaim_guarantee(policy, candidates=3)
     assert outcome.status == "proved", outcome.detail
     assert outcome.detail.startswith("symbolic (Z3): shares.keep_guarantee alone would never choose victims")
     assert "any number of resources" in outcome.detail
@@ -103,7 +103,7 @@ def test_shipped_default_policy_never_reclaims_below_a_guarantee_proved_for_ever
 
 def test_shipped_default_policy_reclaims_only_above_deserved_in_any_eviction_order_proved() -> None:
     policy = policies.from_policy_file(ROOT / "policies" / "default.vpol")
-    outcome = verify_props.prove_reclaim(policy, "reclaim-overused-only", candidates=3)
+    outcome = verify_symbolic.prove_reclaim(policy, "reclaim-overused-only", candidates=3)
     assert outcome.status == "proved", outcome.detail
     assert outcome.detail.startswith("symbolic (Z3): shares.above_deserved_in_any_order alone would choose a victim")
 
@@ -124,23 +124,23 @@ def test_volcano_proportion_alone_is_not_proved_to_keep_guarantees() -> None:
     conf = conf_loader.parse_conf_text(
         'actions: "enqueue, allocate, reclaim"\ntiers:\n- plugins:\n  - name: gang\n  - name: conformance\n'
         '  - name: proportion\n', file="<conf>")
-    outcome = verify_props.prove_reclaim_guarantee(policies.from_conf(conf), candidates=2)
+    outcome = verify_symbolic.prove_reclaim_guarantee(policies.from_conf(conf), candidates=2)
     assert outcome.status == "inconclusive"
     # and proportion checks "above deserved" in candidate order, not in the order reclaim evicts
-    outcome = verify_props.prove_reclaim(policies.from_conf(conf), "reclaim-overused-only", candidates=2)
+    outcome = verify_symbolic.prove_reclaim(policies.from_conf(conf), "reclaim-overused-only", candidates=2)
     assert outcome.status == "inconclusive"
 
 
 def test_shipped_default_policy_only_preempts_lower_priority_proved_exactly() -> None:
     policy = policies.from_policy_file(ROOT / "policies" / "default.vpol")
-    outcome = verify_props.prove_preempt_priority(policy, candidates=3)
+    outcome = verify_symbolic.prove_preempt_priority(policy, candidates=3)
     assert outcome.status == "proved"
     assert "rules encoded exactly" in outcome.detail
 
 
 def test_preempt_tier_without_priority_rule_is_refuted() -> None:
     policy = policies.from_conf(conf_loader.load_conf(BROKEN))
-    outcome = verify_props.prove_preempt_priority(policy, candidates=2)
+    outcome = verify_symbolic.prove_preempt_priority(policy, candidates=2)
     assert outcome.status == "refuted"
     assert "equal or higher priority" in outcome.detail
 
@@ -149,6 +149,6 @@ def test_preempt_tier_without_priority_rule_is_refuted() -> None:
 def test_volcano_confs_are_proved_structurally(helm: bool) -> None:
     text = conf_loader.helm_default_conf_text() if helm else conf_loader.default_conf_text()
     policy = policies.from_conf(conf_loader.parse_conf_text(text, file="<conf>"))
-    assert verify_props.structural("preempt-lower-priority-only", policy) is not None
-    assert verify_props.structural("no-preemption-cycle", policy) is not None
-    assert verify_props.structural("node-capacity", policy) is None
+    assert verify_symbolic.structural("preempt-lower-priority-only", policy) is not None
+    assert verify_symbolic.structural("no-preemption-cycle", policy) is not None
+    assert verify_symbolic.structural("node-capacity", policy) is None

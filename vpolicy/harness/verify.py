@@ -34,7 +34,8 @@ from vpolicy.compile.lower import compile_module
 from vpolicy.engine.session import CompiledPolicy
 from vpolicy.errors import Diagnostic, PolicyError, did_you_mean
 from vpolicy.compile import ir
-from vpolicy.harness import explain_record, verify_canon, verify_props, verify_worlds, verify_yaml
+from vpolicy.harness import explain_record, verify_canon, verify_props, verify_symbolic, verify_worlds
+from vpolicy.harness import verify_yaml
 from vpolicy.harness import policy as policies
 from vpolicy.lang import load_module
 from vpolicy.load.cluster import load_cluster
@@ -68,7 +69,7 @@ class PropertyResult:
     ms: float = 0.0
     cpu_ms: float = 0.0  # process time (the machine may be shared: wall time says less)
     counterexample: Counterexample | None = None
-    symbolic: verify_props.Symbolic | None = None
+    symbolic: verify_symbolic.Symbolic | None = None
 
 
 @dataclass(slots=True)
@@ -122,14 +123,14 @@ def verify(file: str | None, *, properties: Sequence[str] | None = None, bound: 
     props = [_Property(n, known[n][0], known[n][1], PropertyResult(n, known[n][0], "held", "")) for n in wanted]
     for p in props:
         t0, c0 = time.perf_counter(), time.process_time()
-        reason = verify_props.structural(p.name, policy)
+        reason = verify_symbolic.structural(p.name, policy)
         if reason is not None:
             p.result.status, p.result.method, p.searching = "proved", f"structural: {reason}", False
         elif p.name == "preempt-lower-priority-only":
-            p.result.symbolic = verify_props.prove_preempt_priority(policy, candidates=bound + 1,
+            p.result.symbolic = verify_symbolic.prove_preempt_priority(policy, candidates=bound + 1,
                                                                     timeout_ms=symbolic_timeout_ms)
         elif p.name in ("guarantee-kept", "reclaim-overused-only"):
-            p.result.symbolic = verify_props.prove_reclaim(policy, p.name, candidates=bound + 1,
+            p.result.symbolic = verify_symbolic.prove_reclaim(policy, p.name, candidates=bound + 1,
                                                            timeout_ms=symbolic_timeout_ms)
         p.result.ms += _ms(t0)
         p.result.cpu_ms += _cpu_ms(c0)
