@@ -150,6 +150,7 @@ class _ClassView:
     fits_idle: np.ndarray
     total: np.ndarray | None
     synced: int  # entries of NodeArrays.changed already applied
+    found: np.ndarray | None = None  # the rows of `feasible`, kept until one of them changes
 
 
 class Placement:
@@ -279,15 +280,19 @@ class Placement:
     def feasible_rows(self, task: TaskInfo, errors: FitErrors) -> np.ndarray:
         """`feasible_nodes` as row indices into the session's node arrays (the fast path)."""
         view = self._view(task)
-        mask = view.feasible
         if self._any_predicates:
-            mask = mask.copy()
+            mask = view.feasible.copy()
             for rule in self._any_predicates:
                 rows = np.flatnonzero(mask)
                 if not len(rows):
                     break
                 mask[rows] &= self._eval(rule, task, rows).astype(bool)
-        rows = self._sample(mask) if self.sample else np.flatnonzero(mask)
+            found = np.flatnonzero(mask)
+        else:
+            if view.found is None:
+                view.found = np.flatnonzero(view.feasible)
+            found = view.found
+        rows = self._sample(found, len(view.feasible)) if self.sample else found
         if not len(rows):
             self._fit_errors(task, errors)
         return rows
@@ -386,6 +391,8 @@ class Placement:
         batch = self._batch(rows)
         for rule in self._node_predicates:
             ok &= self._eval(rule, task, rows, batch).astype(bool)
+        if view.found is not None and not np.array_equal(view.feasible[rows], ok):
+            view.found = None
         view.feasible[rows] = ok
         if view.total is not None:
             total = np.zeros(len(rows))
@@ -409,21 +416,22 @@ class Placement:
             if not ok:
                 break
             ok = bool(call(rule, task, node))
-        view.feasible[i] = ok
+        if view.feasible[i] != ok:
+            view.feasible[i] = ok
+            view.found = None
         if view.total is not None:
             total = 0.0
             for rule, values in view.parts:
                 total += float(values[i]) if values is not None else float(call(rule, task, node))
             view.total[i] = total
 
-    def _sample(self, mask: np.ndarray) -> np.ndarray:
-        """Volcano's node sampling: above 100 nodes, stop after enough feasible ones, round-robin."""
-        n = len(mask)
+    def _sample(self, found: np.ndarray, n: int) -> np.ndarray:
+        """Volcano's node sampling among the feasible rows `found` of `n` nodes: above 100 nodes, stop
+        after enough feasible ones, round-robin."""
         if n <= MINIMUM_FEASIBLE_NODES:
-            return np.flatnonzero(mask)
+            return found
         pct = max(MINIMUM_PERCENTAGE, 50 - n // 125)
         want = max(MINIMUM_FEASIBLE_NODES, n * pct // 100)
-        found = np.flatnonzero(mask)
         if len(found) <= want:
             return found
         split = int(np.searchsorted(found, self._start))
