@@ -81,7 +81,9 @@ def task_key(task: TaskInfo, reads: frozenset[str]) -> tuple[Any, ...]:
     pod = task.pod
     spec = (tuple(sorted(pod.node_selector.items())), pod.required_affinity, pod.preferred_affinity,
             pod.tolerations)
-    return spec + tuple(getattr(task, a) for a in _TASK_KEY_ATTRS if a in reads)
+    # `labels` is also a node field: a rule reading it may read the pod's, so they are part of the key
+    labels = (tuple(sorted(task.labels.items())),) if "labels" in reads else ()
+    return spec + labels + tuple(getattr(task, a) for a in _TASK_KEY_ATTRS if a in reads)
 
 
 def rule_score(rule: CompiledRule, raw: np.ndarray, env: dict[str, Any]) -> np.ndarray:
@@ -261,14 +263,6 @@ class Placement:
                 mask &= self._eval(rule, task, self._all_rows).astype(bool)
             self._static_masks[key] = mask
         return mask
-
-    def _fit_mask(self, task: TaskInfo, available: np.ndarray) -> np.ndarray:
-        a = self.arrays
-        if a.unknown_dims(task.resreq):
-            return np.zeros(len(self.node_list), dtype=bool)
-        req = a.cached_vector(task.resreq)
-        cols = sorted({*self._cpu_mem, *(a.index[k] for k in task.resreq)})
-        return np.all(available[:, cols] >= req[cols], axis=1)
 
     def feasible_nodes(self, task: TaskInfo, errors: FitErrors, *, nodes: list[NodeInfo] | None = None) -> list[NodeInfo]:
         """Nodes passing the allocate-flavour predicate: resources fit FutureIdle, then every rule."""
