@@ -78,9 +78,13 @@ class SortedQueue(Generic[T]):
     order (it compares only values that never change, and never ties): Go's heap then pops exactly
     the sorted order, and sorting once costs far fewer comparisons than sifting on every pop."""
 
-    def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = ()):
+    def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = (), *, presorted: bool = False):
+        """`presorted`: `items` already come in `less` order (the caller sorted them by keys)."""
         self._key = functools.cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
-        self._items = sorted(items, key=self._key, reverse=True)  # the next item is at the end
+        if presorted:
+            self._items = list(items)[::-1]  # the next item is at the end
+        else:
+            self._items = sorted(items, key=self._key, reverse=True)
 
     def __len__(self) -> int:
         return len(self._items)

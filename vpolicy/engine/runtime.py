@@ -14,6 +14,7 @@ answers (`DECIDES`), by swapping in a counting `_call` on that instance.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import operator
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -199,8 +200,28 @@ class Runtime:
         session (every rule compares a fixed attribute of the two tasks; ties end in the task uid),
         else Go's heap comparing live values."""
         if self._fixed_task_order:
+            keyed = self._sorted_by_attributes(tasks)
+            if keyed is not None:
+                return SortedQueue(self.task_before, keyed, presorted=True)
             return SortedQueue(self.task_before, tasks)
         return PriorityQueue(self.task_before, tasks)
+
+    def _sorted_by_attributes(self, tasks: Sequence[TaskInfo]) -> list[TaskInfo] | None:
+        """Tasks in task order without running the rules per comparison, when every task_order rule
+        compares one numeric attribute (`compare(l.a, r.a)` ascending, `compare(r.a, l.a)` descending):
+        sorted by Volcano's tie-break first, then stably by the rules' attributes, which is the order
+        "first rule that differs, else the tie-break" gives. None when a rule is of another form."""
+        attrs = [_attribute_compared(rule) for rule, _key in self._orders["task_order"]]
+        if any(a is None for a in attrs):
+            return None
+        values = [[getattr(t, name) for name, _desc in attrs] for t in tasks]  # type: ignore[misc]  # reason: None excluded above
+        if not all(type(v) in (int, float, bool) for row in values for v in row):
+            return None
+        out = sorted(tasks, key=functools.cmp_to_key(_default_task_cmp))
+        keys = {id(t): tuple(-v if desc else v for v, (_n, desc) in zip(row, attrs))  # type: ignore[misc]  # reason: as above
+                for t, row in zip(tasks, values)}
+        out.sort(key=lambda t: keys[id(t)])
+        return out
 
     def task_before(self, l: TaskInfo, r: TaskInfo) -> bool:
         v = self._order("task_order", l, r)
@@ -348,6 +369,21 @@ def _is_comparison(rule: CompiledRule) -> bool:
         return False
     l, r = rule.params
     return _swap_vars(t.args[0], l, r) == t.args[1]
+
+
+def _attribute_compared(rule: CompiledRule) -> tuple[str, bool] | None:
+    """(attribute, descending) for `compare(l.a, r.a)` / `compare(r.a, l.a)`, else None."""
+    t = rule.term
+    if not _is_comparison(rule):
+        return None
+    first = t.args[0]  # type: ignore[attr-defined]  # reason: _is_comparison checked it is an Apply
+    if not (isinstance(first, ir.GetAttr) and isinstance(first.obj, ir.Var)):
+        return None
+    return first.name, first.obj.name != rule.params[0]
+
+
+def _default_task_cmp(l: TaskInfo, r: TaskInfo) -> int:
+    return -1 if default_task_before(l, r) else (1 if default_task_before(r, l) else 0)
 
 
 def _swap_vars(t: Any, a: str, b: str) -> Any:
