@@ -110,6 +110,7 @@ class Runtime:
         for key, fn, same_as in shared.lets:  # in file order; a let computed as an earlier one is not redone
             session[key] = session[same_as] if same_as is not None else fn(self.env)
         self._flat: dict[str, list[CompiledRule]] = {}
+        self._task_attrs: list[tuple[str, bool] | None] | None = None  # see _sorted_by_attributes
         if counts is None:  # the tables depend on the tiers alone: shared by the policy's sessions, read only
             tables = shared
             self._by_callback, self._flat, self._orders = tables.by_callback, tables.flat, tables.orders
@@ -211,7 +212,9 @@ class Runtime:
         compares one numeric attribute (`compare(l.a, r.a)` ascending, `compare(r.a, l.a)` descending):
         sorted by Volcano's tie-break first, then stably by the rules' attributes, which is the order
         "first rule that differs, else the tie-break" gives. None when a rule is of another form."""
-        attrs = [_attribute_compared(rule) for rule, _key in self._orders["task_order"]]
+        attrs = self._task_attrs
+        if attrs is None:
+            attrs = self._task_attrs = [_attribute_compared(rule) for rule, _key in self._orders["task_order"]]
         if any(a is None for a in attrs):
             return None
         values = [[getattr(t, name) for name, _desc in attrs] for t in tasks]  # type: ignore[misc]  # reason: None excluded above
