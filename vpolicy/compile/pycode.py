@@ -11,6 +11,7 @@ the generator does not handle falls back to the closure, so this is purely a spe
 from __future__ import annotations
 
 import enum
+import math
 import re
 from typing import Any, Callable
 
@@ -114,7 +115,7 @@ class Generator:
 
     # expressions ------------------------------------------------------------------------------------
     def const(self, value: Any) -> str:
-        if isinstance(value, (bool, int, float, str)) or value is None:
+        if isinstance(value, (bool, int, str)) or value is None or (isinstance(value, float) and math.isfinite(value)):
             return repr(value)
         key = id(value)
         if key not in self._consts:

@@ -17,6 +17,7 @@ no environment copies per helper call).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -108,17 +109,17 @@ class _Generator:
                                    "_agg": vz.run_aggregate}
         self._made: dict[tuple[str, tuple[str, ...]], tuple[str, str]] = {}
         self._depth = 0
-        self._consts = 0
+        self._counter = 0  # fresh names
 
     def _fresh(self) -> int:
-        self._consts += 1
-        return self._consts
+        self._counter += 1
+        return self._counter
 
     def const(self, value: Any) -> str:
-        if isinstance(value, (bool, int, float, str)) or value is None:
+        """A literal as source, or a name bound to it (objects, and floats with no literal: inf, nan)."""
+        if isinstance(value, (bool, int, str)) or value is None or (isinstance(value, float) and math.isfinite(value)):
             return repr(value)
-        self._consts += 1
-        name = f"_k{self._consts}"
+        name = f"_k{self._fresh()}"
         self.ns[name] = value
         return name
 
