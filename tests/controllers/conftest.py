@@ -2,35 +2,36 @@
 manager on a fake clock driven step by step, and builders for vcjobs, CronJobs and Commands."""
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from cluster_adapter.config import ApplySettings, ClientSettings
-from cluster_adapter.controllers.clock import FakeClock
+from cluster_adapter.controllers.clock import FakeClock, rfc3339
 from cluster_adapter.controllers.manager import ControllerManager
 from cluster_adapter.controllers.options import ManagerSettings
 from cluster_adapter.kube.client import KubeClient
 from tests.adapter.conftest import client, emu, kubeconfig, load, node, queue  # noqa: F401  # reason: fixtures and builders reused
-from tests.adapter.kubeemu import EmulatorThread
+from tests.adapter.kubeemu import EmulatorThread, emulator
 
 FAST_APPLY = ApplySettings(attempts=3, backoff_initial_s=0.01, backoff_max_s=0.05)
 Manager = Callable[..., ControllerManager]
 
 
-@pytest.fixture
-def clock() -> FakeClock:
-    """A fake clock starting at the next hh:05:30, hh:25:30 or hh:45:30 from now.
+# 2026-01-01T00:05:30Z: a fixed place in the `*/20` cycle. Tests count cron runs in "an hour", and
+# from hh:00, hh:20 or hh:40 the third run falls on the hour's last minute; starting at the real time
+# made those tests fail three minutes in every twenty.
+CLOCK_START = 1_767_225_930.0
 
-    Near the real time, because the emulator stamps objects with it (a cron created "later" than the
-    clock would not run); at a fixed place in the `*/20` cycle, because tests count cron runs in "an
-    hour", and from hh:00, hh:20 or hh:40 the third run falls on the hour's last minute (starting at the
-    real time made those tests fail three minutes in every twenty)."""
-    now = int(time.time())
-    start = now - now % 1200 + 5 * 60 + 30
-    return FakeClock(float(start if start >= now else start + 1200))
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """The controllers' clock, which the emulator also stamps objects with (creationTimestamp is where
+    a cron's schedule starts, so the two must agree)."""
+    fake = FakeClock(CLOCK_START)
+    monkeypatch.setattr(emulator, "now_rfc3339", lambda: rfc3339(fake.now()))
+    return fake
 
 
 @pytest.fixture
