@@ -320,7 +320,6 @@ class NodeArrays:
             vec = self._vectors[res] = self.vector(res)
         return vec
 
-
     def unknown_dims(self, res: Resources) -> list[str]:
         """Requested dimensions no node has at all (so no node can fit them)."""
         return [k for k, v in res.items() if v > 0 and k not in self.index]
@@ -464,11 +463,7 @@ class SessionState:
         arrays.used[i] = arrays.vector(node.used)
         arrays.releasing[i] = arrays.vector(node.releasing)
         arrays.pipelined[i] = arrays.vector(node.pipelined)
-        self._row_changed(arrays, i, len(node.tasks))
-
-    @staticmethod
-    def _row_changed(arrays: NodeArrays, i: int, pods: int) -> None:
-        arrays.pod_count[i] = pods
+        arrays.pod_count[i] = len(node.tasks)
         arrays.idle_now[i] = arrays.allocatable[i] - arrays.used[i]
         arrays.future[i] = arrays.idle_now[i] + arrays.releasing[i] - arrays.pipelined[i]
         arrays.version[i] += 1
