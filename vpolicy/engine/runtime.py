@@ -220,7 +220,11 @@ class Runtime:
         values = [[getattr(t, name) for name, _desc in attrs] for t in tasks]  # type: ignore[misc]  # reason: None excluded above
         if not all(type(v) in (int, float, bool) for row in values for v in row):
             return None
-        out = sorted(tasks, key=functools.cmp_to_key(_default_task_cmp))
+        indexes = [t.order_index for t in tasks]
+        if None not in indexes and len(set(indexes)) == len(indexes):  # the tie-break is the name index
+            out = sorted(tasks, key=operator.attrgetter("order_index"))
+        else:
+            out = sorted(tasks, key=functools.cmp_to_key(_default_task_cmp))
         keys = {id(t): tuple(-v if desc else v for v, (_n, desc) in zip(row, attrs))  # type: ignore[misc]  # reason: as above
                 for t, row in zip(tasks, values)}
         out.sort(key=lambda t: keys[id(t)])
