@@ -13,10 +13,10 @@ Which of these to write and when is `cluster_adapter.scheduler`'s business; the 
 """
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cluster_adapter.timestamps import rfc3339
 import vpolicy
 from vpolicy.model import decisions, resources
 from vpolicy.model.snapshot import ClusterSnapshot
@@ -44,23 +44,6 @@ def resource_list(values: Mapping[str, int]) -> dict[str, str]:
     return {name: quantity_text(name, amount) for name, amount in sorted(values.items())}
 
 
-def timestamp(epoch: float) -> str:
-    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def micro_timestamp(epoch: float) -> str:
-    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_timestamp(text: Any) -> float | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def podgroup_status(status: decisions.PodGroupStatus, current: Mapping[str, Any], *, now: float,
                     session_id: str) -> dict[str, Any]:
     """The full PodGroup status to write: the session's phase, conditions and counters.
@@ -78,7 +61,7 @@ def podgroup_status(status: decisions.PodGroupStatus, current: Mapping[str, Any]
         conditions.append({
             "type": cond.get("type", ""), "status": cond.get("status", ""),
             "transitionID": previous.get("transitionID", session_id) if same and previous else session_id,
-            "lastTransitionTime": (previous.get("lastTransitionTime") if same and previous else None) or timestamp(now),
+            "lastTransitionTime": (previous.get("lastTransitionTime") if same and previous else None) or rfc3339(now),
             "reason": cond.get("reason", ""), "message": cond.get("message", ""),
         })
     ours = {c["type"] for c in conditions}
@@ -119,7 +102,7 @@ def changed_fields(desired: Mapping[str, Any], current: Mapping[str, Any]) -> di
 def pod_event(*, namespace: str, pod: str, uid: str, reason: str, message: str, event_type: str,
               now: float, instance: str) -> dict[str, Any]:
     """A core/v1 Event about a pod, as kube-scheduler and Volcano write them."""
-    stamp = timestamp(now)
+    stamp = rfc3339(now)
     return {
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"generateName": f"{pod}.", "namespace": namespace},

@@ -7,7 +7,6 @@ this clock too, so a delayed request becomes ready when the (fake) clock passes 
 """
 from __future__ import annotations
 
-import datetime
 import threading
 import time
 from typing import Protocol
@@ -43,20 +42,6 @@ class FakeClock:
     def set(self, epoch: float) -> None:
         with self._lock:
             self._now = float(epoch)
-
-
-def rfc3339(epoch: float) -> str:
-    """`2024-05-01T10:00:00Z` (whole seconds, as metav1.Time serialises)."""
-    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: object) -> float | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def go_duration(seconds: float) -> str:

@@ -32,7 +32,7 @@ from croniter import croniter
 
 from cluster_adapter.controllers import names
 from cluster_adapter.controllers.api import CRONJOBS, JOBS
-from cluster_adapter.controllers.clock import parse_rfc3339, rfc3339
+from cluster_adapter.timestamps import parse_rfc3339, rfc3339
 from cluster_adapter.controllers.framework import Controller, register
 from cluster_adapter.controllers.options import Options
 from cluster_adapter.kube.client import APIConflict, APINotFound

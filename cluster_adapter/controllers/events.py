@@ -10,7 +10,8 @@ import time
 from typing import Any
 
 from cluster_adapter.config import ApplySettings
-from cluster_adapter.controllers.clock import Clock, rfc3339
+from cluster_adapter.controllers.clock import Clock
+from cluster_adapter.timestamps import rfc3339
 from cluster_adapter.kube import retry
 from cluster_adapter.kube.client import KubeClient
 from cluster_adapter.kube.events import EventRecorder

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from cluster_adapter.controllers.api import JOBS, PODGROUPS, PODS
-from cluster_adapter.controllers.clock import parse_rfc3339
+from cluster_adapter.timestamps import parse_rfc3339
 from cluster_adapter.controllers.framework import Controller, register
 from cluster_adapter.controllers.options import Options
 from cluster_adapter.kube.client import APINotFound

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from cluster_adapter.controllers.clock import rfc3339
+from cluster_adapter.timestamps import rfc3339
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from cluster_adapter.config import ApplySettings, ClientSettings
-from cluster_adapter.controllers.clock import FakeClock, rfc3339
+from cluster_adapter.controllers.clock import FakeClock
+from cluster_adapter.timestamps import rfc3339
 from cluster_adapter.controllers.manager import ControllerManager
 from cluster_adapter.controllers.options import ManagerSettings
 from cluster_adapter.kube.client import KubeClient

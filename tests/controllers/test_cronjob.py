@@ -27,7 +27,7 @@ def jobs(emu: EmulatorThread) -> list[str]:
 
 
 def finish(emu: EmulatorThread, name: str, phase: str, clock: FakeClock) -> None:
-    from cluster_adapter.controllers.clock import rfc3339
+    from cluster_adapter.timestamps import rfc3339
 
     def write(e: Any) -> None:
         job = e.get("jobs", "default", name)

@@ -38,7 +38,8 @@ from typing import Any
 
 from cluster_adapter.controllers import names
 from cluster_adapter.controllers.api import COMMANDS, JOBS, PODGROUPS, PODS, PRIORITY_CLASSES, QUEUES
-from cluster_adapter.controllers.clock import go_duration, parse_rfc3339, rfc3339
+from cluster_adapter.controllers.clock import go_duration
+from cluster_adapter.timestamps import parse_rfc3339, rfc3339
 from cluster_adapter.controllers.framework import Controller, register
 from cluster_adapter.controllers.job import build, plugins, state
 from cluster_adapter.controllers.job.policies import Request, decide, events_of
