@@ -166,24 +166,14 @@ class View:
         value = self.node.get(key)
         if value is None:
             return None
-        moment: datetime.datetime | None = None
-        if isinstance(value, datetime.datetime):
-            moment = value
-        elif isinstance(value, str):
-            try:
-                moment = datetime.datetime.fromisoformat(value.strip())
-            except ValueError:
-                moment = None
-        elif not isinstance(value, datetime.date):
+        if not isinstance(value, (str, datetime.date)):
             self.wrong_type(key, "an RFC 3339 time such as 2024-05-01T12:00:00Z")
             return None
-        if moment is None:
+        seconds = rfc3339_seconds(value)
+        if seconds is None:
             self.bad_value(key, f"{_describe(value)} is not an RFC 3339 time",
                            "write times like 2024-05-01T12:00:00Z")
-            return None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=datetime.timezone.utc)
-        return moment.timestamp()
+        return seconds
 
     # Collections of scalars -----------------------------------------------------------------------
     def texts(self, key: str) -> tuple[str, ...]:
@@ -298,6 +288,24 @@ class View:
 def _is_bool(value: object) -> bool:
     return isinstance(value, (bool, ScalarBoolean))
 
+
+
+def rfc3339_seconds(value: object) -> float | None:
+    """A YAML timestamp or an RFC 3339 string as epoch seconds (no offset: UTC); None when it is neither
+    (a bare date included)."""
+    moment: datetime.datetime | None = None
+    if isinstance(value, datetime.datetime):
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = datetime.datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.timestamp()
 
 def _describe(value: object) -> str:
     if value is None:

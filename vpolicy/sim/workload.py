@@ -25,7 +25,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarbool import ScalarBoolean
 
 from vpolicy.errors import Diagnostic, PolicyError, did_you_mean
-from vpolicy.load import yaml_spans
+from vpolicy.load import fields, yaml_spans
 from vpolicy.model import quantity, snapshot
 from vpolicy.model.resources import PODS, Resources
 from vpolicy.source import Span
@@ -289,21 +289,12 @@ class _Reader:
         value = doc.get("start")
         if value is None:
             return DEFAULT_START
-        moment: datetime.datetime | None = None
-        if isinstance(value, datetime.datetime):
-            moment = value
-        elif isinstance(value, str):
-            try:
-                moment = datetime.datetime.fromisoformat(value.strip())
-            except ValueError:
-                moment = None
-        if moment is None:
+        seconds = fields.rfc3339_seconds(value)
+        if seconds is None:
             self._error(BAD_VALUE, f"start: {_describe(value)} is not an RFC 3339 time",
                         self.file.value_span(doc, "start"), "write e.g. start: 2024-05-06T00:00:00Z")
             return DEFAULT_START
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=datetime.timezone.utc)
-        return moment.timestamp()
+        return seconds
 
     def _existing(self, doc: CommentedMap) -> Existing:
         block = self._mapping(doc, "existing", "")
