@@ -61,6 +61,7 @@ class CompiledModule:
     rules: dict[str, list[CompiledRule]] = field(default_factory=dict)  # callback -> rules, in file order
     session_lets: list[tuple[str, ir.Term, evaluate.Closure]] = field(default_factory=list)
     functions: dict[str, tuple[tuple[str, ...], ir.Term]] = field(default_factory=dict)
+    helpers: dict[str, evaluate.Closure] = field(default_factory=dict)  # `functions` as closures
     properties: list[tuple[str, ir.Term, evaluate.Closure, ir.Label]] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -122,6 +123,7 @@ class _Lowerer:
             term = self.lower(fn.value, scope)
             out.functions[name] = (tuple(scope.values()), term)
             self.user_closures[name] = self._compile(term)
+        out.helpers = self.user_closures
         if self.diags:
             raise PolicyError(self.diags)
         for callback in ("predicate", "node_order"):

@@ -11,13 +11,11 @@ It does not decide anything and it does not print: `explain` and `verify` put th
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
-from vpolicy.compile import evaluate, ir, lower
+from vpolicy.compile import evaluate, ir
 from vpolicy.compile.functions import FUNCTIONS
 from vpolicy.compile.lower import CompiledModule, CompiledRule
-from vpolicy.lang import load_module
 from vpolicy.model.resources import MEMORY, PODS, Resources, milli_scaled
 
 _BINARY_WORDS = {"<=": "<=", "<": "<", ">=": ">=", ">": ">", "==": "==", "!=": "!="}
@@ -131,28 +129,14 @@ def _paren(t: ir.Term) -> str:
 
 # Why a rule said no ----------------------------------------------------------------------------------
 
-@lru_cache(maxsize=None)
-def _helpers(file: str, params: tuple[tuple[str, Any], ...]) -> dict[str, evaluate.Closure]:
-    """The module's helper functions as closures. `CompiledModule` keeps only rule closures, so the module
-    is lowered once more with the same parameter values (cheap, and exactly what the session runs)."""
-    lowerer = lower._Lowerer(load_module(file), dict(params))  # reason: the helpers' closures are not public
-    lowerer.run()
-    return lowerer.user_closures
-
-
 class Evaluator:
     """Evaluates sub-terms of one module's rules in a session environment."""
 
     def __init__(self, module: CompiledModule, env: dict[str, Any]):
         self.env = env
-        try:
-            params = tuple(sorted((k, v) for k, v in module.params.items() if _hashable(v)))
-            helpers = _helpers(module.file, params)
-        except Exception:  # noqa: BLE001  # reason: a module we cannot re-lower still gets a plainer answer
-            helpers = {}
         self.fns: dict[str, Callable[..., Any]] = dict(FUNCTIONS)
         self.fns["argument"] = lambda key, default: default
-        self.helpers = helpers
+        self.helpers = module.helpers
         self._cache: dict[int, evaluate.Closure] = {}
 
     def value(self, term: ir.Term, env: dict[str, Any]) -> Any:
@@ -162,13 +146,6 @@ class Evaluator:
             self._cache[id(term)] = fn
         return fn(env)
 
-
-def _hashable(v: Any) -> bool:
-    try:
-        hash(v)
-    except TypeError:
-        return False
-    return True
 
 
 def why_not(rule: CompiledRule, module: CompiledModule, env: dict[str, Any], *args: Any) -> str:

@@ -132,8 +132,7 @@ def deserved_shares(o: Observed) -> dict[str, Resources] | None:
             table = rt.env["$session"].get((module.name, "deserved"))
             if isinstance(table, dict):
                 return {q.name: v for q, v in table.items()}
-            helpers = explain_render._helpers(module.file, tuple(sorted(module.params.items())))
-            fn = helpers.get("deserved_of")
+            fn = module.helpers.get("deserved_of")
             if fn is not None:
                 env = {k: rt.env[k] for k in ("cluster", "$session", "$now")}
                 return {q.name: fn({**env, "deserved_of.q": q}) for q in o.first.result.state.queues.values()}

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from vpolicy.compile import encode_victims as ev
-from vpolicy.compile import ir, lower
+from vpolicy.compile import ir
 from vpolicy.engine.session import CompiledPolicy
-from vpolicy.lang import load_module
 from vpolicy.solve.backend_z3 import Z3Backend
 from vpolicy.solve.result import Sat, Unknown, Unsat
 from vpolicy.source import Span
@@ -270,35 +268,8 @@ def _literal(t: ir.Term) -> bool:
 
 def helper_terms(policy: CompiledPolicy) -> dict[tuple[str, str], tuple[tuple[str, ...], ir.Term]]:
     """Every helper function of the policy's modules as (parameter names, body term)."""
-    out: dict[tuple[str, str], tuple[tuple[str, ...], ir.Term]] = {}
-    for tier in policy.tiers:
-        for plugin in tier:
-            module = plugin.module
-            params = tuple(sorted((k, v) for k, v in module.params.items() if _hashable(v)))
-            for name, (names, term) in _module_helpers(module.file, params).items():
-                out[(module.name, name)] = (names, term)
-    return out
-
-
-@lru_cache(maxsize=None)
-def _module_helpers(file: str, params: tuple[tuple[str, Any], ...]) -> dict[str, tuple[tuple[str, ...], ir.Term]]:
-    """`CompiledModule` keeps no helper bodies; lower the module again with the same parameters
-    (reason for the private use: the lowering of helpers is not exposed)."""
-    lowerer = lower._Lowerer(load_module(file), dict(params))
-    lowerer.run()
-    out = {}
-    for name, decl in lowerer.functions.items():
-        scope = {b.name: f"{name}.{b.name}" for b in decl.params or ()}
-        out[name] = (tuple(scope.values()), lowerer.lower(decl.value, scope))
-    return out
-
-
-def _hashable(v: Any) -> bool:
-    try:
-        hash(v)
-    except TypeError:
-        return False
-    return True
+    return {(plugin.module.name, name): fn for tier in policy.tiers for plugin in tier
+            for name, fn in plugin.module.functions.items()}
 
 
 def _queue_index(world: ev.World, job: ir.Term) -> ir.Term:
