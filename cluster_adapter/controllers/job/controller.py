@@ -249,7 +249,7 @@ class JobController(Controller):
     def sync(self, job: dict[str, Any], step: state.Step) -> None:
         if job["metadata"].get("deletionTimestamp"):
             return
-        store, api, now = self.opts.store, self.opts.api, self.opts.clock.now()
+        store, now = self.opts.store, self.opts.clock.now()
         meta = job["metadata"]
         namespace = meta.get("namespace", "")
         if store.get(QUEUES.name, "", build.queue_of(job)) is None:
@@ -298,12 +298,7 @@ class JobController(Controller):
             if extra["metadata"].get("deletionTimestamp"):
                 counted.append(extra)
                 continue
-            try:
-                api.delete(PODS, namespace, extra["metadata"]["name"])
-                deleted += 1
-            except APIError as exc:
-                errors.append(f"delete {extra['metadata']['name']}: {exc}")
-                counted.append(extra)
+            deleted += self._delete_pod(namespace, extra, counted, errors)
         if errors:
             self.opts.events.event(job, "Warning", "FailedCreatePod" if to_create else "FailedDeletePod",
                                    "; ".join(errors)[:1000])
@@ -357,6 +352,17 @@ class JobController(Controller):
             results = list(pool.map(create, pods))
         return [p for p, _ in results if p is not None], [e for _, e in results if e]
 
+    def _delete_pod(self, namespace: str, pod: dict[str, Any], counted: list[dict[str, Any]],
+                    errors: list[str]) -> int:
+        """Delete one pod: 1 when the request went through; else its error is kept and the pod still counts."""
+        try:
+            self.opts.api.delete(PODS, namespace, pod["metadata"]["name"])
+            return 1
+        except APIError as exc:
+            errors.append(f"delete {pod['metadata']['name']}: {exc}")
+            counted.append(pod)
+            return 0
+
     # kill ---------------------------------------------------------------------------------------------
     def kill(self, job: dict[str, Any], step: state.Step, request: Request | None, action: str = "") -> None:
         if job["metadata"].get("deletionTimestamp"):
@@ -380,12 +386,7 @@ class JobController(Controller):
             if _pod_phase(pod) in retain:
                 counted.append(pod)
                 continue
-            try:
-                api.delete(PODS, namespace, pod["metadata"]["name"])
-                killed += 1
-            except APIError as exc:
-                errors.append(f"delete {pod['metadata']['name']}: {exc}")
-                counted.append(pod)
+            killed += self._delete_pod(namespace, pod, counted, errors)
         if errors:
             self.opts.events.event(job, "Warning", "FailedDeletePod", "; ".join(errors)[:1000])
             raise JobError(f"job {namespace}/{meta['name']}: could not delete {len(errors)} pods")
