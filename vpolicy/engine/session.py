@@ -6,10 +6,12 @@ pending pod, queue status, timings). It is pure: the clock is passed in, nothing
 """
 from __future__ import annotations
 
+import gc
 import time
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from vpolicy.engine.actions import ACTIONS
 from vpolicy.engine.actions.context import ActionContext
@@ -47,6 +49,31 @@ def run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float
     """Run one session. `solver_budget_s` bounds the post-action gang feasibility checks (0 = none);
     pending pods are scheduled when their schedulerName is one of `scheduler_names` (or unset);
     `mode` ("volcano" or "optimize") overrides the policy's own."""
+    with _collector_paused():
+        return _run_session(snapshot, policy, now=now, solver_budget_s=solver_budget_s,
+                            scheduler_names=scheduler_names, mode=mode)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause CPython's cyclic garbage collector for one session.
+
+    A session allocates a few objects per pod (task views, aggregates, heap entries) and frees nothing
+    before it ends, so the collector has nothing to reclaim; but every time its oldest generation fills
+    it walks every live object, the snapshot's pods included: 15% of a 100,000-pod session. The
+    session's own cycles (a job and its tasks) are collected after it, when the caller's setting is
+    back. Reference counting still frees everything acyclic as it goes."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float, solver_budget_s: float,
+                 scheduler_names: tuple[str, ...], mode: str | None) -> SessionResult:
     started = time.perf_counter()
     state = SessionState(snapshot, scheduler_names=scheduler_names)
     runtime = Runtime(policy.tiers, state, now=now)
