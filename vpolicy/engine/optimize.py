@@ -65,17 +65,21 @@ class Packer:
         self.arrays = arrays
         self.gpu_cols = [i for d, i in arrays.index.items() if is_gpu_dim(d)]
 
-    def __call__(self, task: TaskInfo, rows: np.ndarray, scores: np.ndarray, idle: bool) -> int:
-        """Index into `rows` of the node to use; `idle` says the group fits Idle now (else FutureIdle)."""
+    def __call__(self, task: TaskInfo, group: np.ndarray, scores: np.ndarray, idle: bool) -> int:
+        """The row of the node to use among the nodes `group` marks (a mask over every node); `scores`
+        holds the policy's score per node (read on the group only); `idle` says the group fits Idle now
+        (else FutureIdle). Masks over whole columns, not index lists: with no sampling the group is most
+        of the cluster, and gathering it row by row cost more than the choice."""
         if not self.gpu_cols:
-            return int(np.argmax(scores))
-        available = self.arrays.idle() if idle else self.arrays.future_idle()
+            best = np.flatnonzero(group)
+            return int(best[np.argmax(scores[best])])
+        available = self.arrays.idle_now if idle else self.arrays.future
         cols = self.gpu_cols
-        free = available[rows, cols[0]] if len(cols) == 1 else available[np.ix_(rows, cols)].sum(axis=1)
+        free = available[:, cols[0]] if len(cols) == 1 else available[:, cols].sum(axis=1)
         asked = gpus(task.resreq) * 1000
         # the least GPU left over (or, for a CPU task, no free GPU), then the highest score, then the first
         # row (as Volcano's argmax); the same order a lexsort on (row, -score, key) gives, without sorting
-        key = free - asked if asked else free > 0
+        key = np.where(group, free - asked if asked else free > 0, np.inf)
         best = np.flatnonzero(key == key.min())
         return int(best[np.argmax(scores[best])])
 

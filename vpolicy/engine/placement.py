@@ -490,13 +490,34 @@ class Placement:
 
     def best_row(self, task: TaskInfo, rows: np.ndarray) -> tuple[NodeInfo, bool]:
         view = self._view(task)
+        if self.pack is not None:
+            return self._packed_row(task, view, rows, self.pack)
         idle_rows = rows[view.fits_idle[rows]]
         group = idle_rows if len(idle_rows) else rows
         if len(group) == 1:
             return self.node_list[int(group[0])], bool(len(idle_rows))
         scores = view.total[group] if view.total is not None else self._scores_rows(task, group)
-        pick = np.argmax(scores) if self.pack is None else self.pack(task, group, scores, bool(len(idle_rows)))
-        return self.node_list[int(group[int(pick)])], bool(len(idle_rows))
+        return self.node_list[int(group[int(np.argmax(scores))])], bool(len(idle_rows))
+
+    def _packed_row(self, task: TaskInfo, view: _ClassView, rows: np.ndarray,
+                    pack: Callable[[TaskInfo, np.ndarray, np.ndarray, bool], int]) -> tuple[NodeInfo, bool]:
+        """`best_row` in optimize mode: the same Idle-else-FutureIdle group, chosen by `pack` over
+        whole-node masks (with no sampling `rows` is the view's own feasible set, its mask at hand)."""
+        if rows is view.found:
+            feasible = view.feasible
+        else:
+            feasible = np.zeros(len(self.node_list), dtype=bool)
+            feasible[rows] = True
+        group = feasible & view.fits_idle
+        idle = bool(group.any())
+        if not idle:
+            group = feasible
+        scores = view.total
+        if scores is None:  # scores normalised over the candidates: computed on the group alone
+            scores = np.zeros(len(self.node_list))
+            members = np.flatnonzero(group)
+            scores[members] = self._scores_rows(task, members)
+        return self.node_list[pack(task, group, scores, idle)], idle
 
     def ordered_by_score(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
         if not nodes:
