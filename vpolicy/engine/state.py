@@ -22,6 +22,7 @@ from vpolicy.model.snapshot import ALLOCATED_STATUSES, READY_STATUSES, TaskStatu
 # Allocate *and* on Pipeline, and remove it on Evict, so pipelined placements count within a session.
 SHARE_STATUSES = ALLOCATED_STATUSES | {TaskStatus.PIPELINED}
 _ON_NODE_STATUSES = ALLOCATED_STATUSES | {TaskStatus.RELEASING, TaskStatus.PIPELINED}
+_ON_NODE_AT_OPEN = ALLOCATED_STATUSES | {TaskStatus.RELEASING}  # a snapshot holds nothing pipelined
 
 
 class TaskInfo:
@@ -48,7 +49,7 @@ class TaskInfo:
         self.annotations = pod.annotations
         self.priority_class_name = pod.priority_class_name
         self.node_selector = pod.node_selector
-        self.order_index = _name_index(pod.name)
+        self.order_index = pod.order_index
         self.evicted = False
 
     @property
@@ -61,14 +62,6 @@ class TaskInfo:
 
     def __repr__(self) -> str:
         return f"Task({self.key}, {self.status.value}, {self.node_name or '-'})"
-
-
-def _name_index(name: str) -> int | None:
-    """Volcano orders tasks by the integer after the last '-' when the name has >= 3 dash parts."""
-    parts = name.split("-")
-    if len(parts) >= 3 and parts[-1].isdigit():
-        return int(parts[-1])
-    return None
 
 
 class JobInfo:
@@ -396,8 +389,12 @@ class SessionState:
             else:
                 self.other_pods.append(task)
             node = self.nodes.get(pod.node_name) if pod.node_name else None
-            if node is not None and pod.status in ALLOCATED_STATUSES | {TaskStatus.RELEASING}:
-                self._add_to_node(task, node)
+            if node is not None and pod.status in _ON_NODE_AT_OPEN:
+                node.tasks.append(task)
+        for node in self.nodes.values():  # summed once per node: what _add_to_node would add pod by pod
+            if node.tasks:
+                node.used = total(t.resreq for t in node.tasks)
+                node.releasing = total(t.resreq for t in node.tasks if t.status is TaskStatus.RELEASING)
         for job in self.jobs.values():
             job.allocated = total(t.resreq for t in job.tasks if t.status in ALLOCATED_STATUSES)
             job.queue.allocated = job.queue.allocated + job.allocated

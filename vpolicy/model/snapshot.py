@@ -148,16 +148,26 @@ class Pod:
     origin: Span | str | None = field(default=None, compare=False)
     # Derived once when the pod is made (every session's TaskInfo reads them): `namespace/name`; a
     # best-effort request (nothing asked beyond `pods`); volcano.sh/preemptable from annotations, else
-    # labels, preemptable unless it says false.
+    # labels, preemptable unless it says false; the index in the name that orders a job's tasks.
     key: str = field(init=False, repr=False, compare=False)
     best_effort: bool = field(init=False, repr=False, compare=False)
     preemptable: bool = field(init=False, repr=False, compare=False)
+    order_index: int | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         raw = self.annotations.get(PREEMPTABLE_KEY, self.labels.get(PREEMPTABLE_KEY))
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
         object.__setattr__(self, "best_effort", self.resreq.is_empty())
         object.__setattr__(self, "preemptable", raw is None or raw.strip().lower() not in ("false", "0", "f"))
+        object.__setattr__(self, "order_index", name_index(self.name))
+
+
+def name_index(name: str) -> int | None:
+    """Volcano orders tasks by the integer after the last '-' when the name has >= 3 dash parts."""
+    parts = name.split("-")
+    if len(parts) >= 3 and parts[-1].isdigit():
+        return int(parts[-1])
+    return None
 
 
 @dataclass(frozen=True, slots=True)
