@@ -215,3 +215,34 @@ def shape(t: object, expand: Callable[[SessionRef], object]) -> object:
     if hasattr(t, "__dataclass_fields__"):
         return (type(t).__name__, *(shape(getattr(t, f), expand) for f in t.__dataclass_fields__))
     return t
+
+
+def swap_vars(t: Any, a: str, b: str) -> Any:
+    """`t` with the variables named `a` and `b` exchanged (the other operand of a two-sided rule)."""
+    if isinstance(t, Var):
+        return Var(b) if t.name == a else Var(a) if t.name == b else t
+    if isinstance(t, tuple):
+        return tuple(swap_vars(x, a, b) for x in t)
+    if hasattr(t, "__dataclass_fields__") and not isinstance(t, (Label, Span)):
+        return type(t)(*(swap_vars(getattr(t, f), a, b) for f in t.__dataclass_fields__))
+    return t
+
+
+def free_vars(t: Any) -> frozenset[str]:
+    """Names of the variables `t` reads that no `let`, aggregate or select inside it binds."""
+    if isinstance(t, Var):
+        return frozenset({t.name})
+    if isinstance(t, Bind):
+        return free_vars(t.value) | (free_vars(t.body) - {t.name})
+    if isinstance(t, Agg):
+        return free_vars(t.source) | (free_vars((t.where, t.body)) - {t.var})
+    if isinstance(t, Select):
+        inner = free_vars((t.group_key, t.group_start, t.when, t.then))
+        return free_vars(t.source) | (inner - {t.var, *((t.state,) if t.state else ())})
+    if isinstance(t, tuple):
+        return frozenset().union(*(free_vars(x) for x in t))
+    if isinstance(t, CallUser):
+        return free_vars(t.args)
+    if hasattr(t, "__dataclass_fields__"):
+        return free_vars(tuple(getattr(t, f) for f in t.__dataclass_fields__))
+    return frozenset()

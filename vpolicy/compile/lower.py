@@ -47,6 +47,11 @@ class CompiledRule:
     # per task class), "node" = also node usage (recompute for nodes that changed), "any" = anything.
     depends: str = "any"
     reads: frozenset[str] = frozenset()  # attribute names the rule reads (its cache key is built from them)
+    # An order rule `compare(E(a), E(b))` (or `compare(E(b), E(a))`: `descending`) for one expression E of
+    # a single operand: E over params[0] alone, so a queue can order by keys computed once per push.
+    operand: evaluate.Closure | None = None
+    operand_term: ir.Term | None = None
+    descending: bool = False
 
     def call(self, env: dict[str, Any], *args: Any) -> Any:
         for name, value in zip(self.params, args):
@@ -186,12 +191,16 @@ class _Lowerer:
         weight = None
         if decl.normalize is not None:
             weight = self._compile(self.lower(decl.normalize.weight, scope))
+        params = tuple(b.name for b in decl.params)
+        operand = order_operand(term, params) if decl.callback.endswith("_order") else None
         return CompiledRule(
             plugin=self.module.name, name=decl.name, callback=decl.callback,
-            params=tuple(b.name for b in decl.params), term=term,
+            params=params, term=term,
             fn=self._compile(term), label=label,
             reason=text(decl.reason), message=text(decl.message), unresolvable=decl.unresolvable,
-            normalize_weight=weight, normalize_reverse=bool(decl.normalize and decl.normalize.reverse))
+            normalize_weight=weight, normalize_reverse=bool(decl.normalize and decl.normalize.reverse),
+            operand=self._compile(operand[0]) if operand else None,
+            operand_term=operand[0] if operand else None, descending=bool(operand and operand[1]))
 
     # expressions ---------------------------------------------------------------------------------
     def lower(self, e: Any, scope: dict[str, str]) -> ir.Term:  # noqa: C901  # reason: one case per node kind
@@ -291,11 +300,30 @@ def _generate(module: CompiledModule, fns: dict[str, Callable[..., Any]]) -> Non
         entries = [(cb, i, r) for cb, rules in module.rules.items() for i, r in enumerate(rules)]
         for cb, i, rule in entries:
             gen.add_entry(f"{cb}_{i}", rule.params, rule.term)
+            if rule.operand_term is not None:
+                gen.add_entry(f"{cb}_{i}_operand", rule.params[:1], rule.operand_term)
         ns = gen.build()
     except (pycode.Unsupported, SyntaxError):
         return
     for cb, i, rule in entries:
-        module.rules[cb][i] = replace(rule, fn=ns[f"e_{cb}_{i}"])
+        module.rules[cb][i] = replace(rule, fn=ns[f"e_{cb}_{i}"], operand=ns.get(f"e_{cb}_{i}_operand", rule.operand))
+
+
+def order_operand(term: ir.Term, params: tuple[str, ...]) -> tuple[ir.Term, bool] | None:
+    """(E over params[0], descending) when an order rule is `compare(E(a), E(b))` or `compare(E(b), E(a))`
+    for one expression E that reads a single operand; None for any other form."""
+    if not (isinstance(term, ir.Apply) and term.func == "compare" and len(term.args) == 2 and len(params) == 2):
+        return None
+    a, b = params
+    first, second = term.args
+    if ir.swap_vars(first, a, b) != second:
+        return None
+    free = ir.free_vars(first) & {a, b}
+    if free == {a}:
+        return first, False
+    if free == {b}:
+        return second, True
+    return None
 
 
 # Attributes a node rule may read and still be cached per task class: the task's spec and the node's

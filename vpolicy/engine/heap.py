@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import bisect
 import functools
+import heapq
+import itertools
 from typing import Callable, Generic, Iterable, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -98,3 +100,28 @@ class SortedQueue(Generic[T]):
 
     def pop(self) -> T:
         return self._items.pop()
+
+
+class KeyedQueue(Generic[T]):
+    """PriorityQueue's interface for a `less` that is the order of a key computed from an item when it
+    is pushed: a strict total order over values that do not change while the item is queued. Go's heap
+    then pops exactly the smallest key each time, so a heap of keys (compared in C) pops the same
+    items in the same order as sifting with `less`."""
+
+    def __init__(self, key: Callable[[T], tuple[object, ...]], items: Iterable[T] = ()):
+        self._key = key
+        self._count = itertools.count()  # keys are distinct; the count only keeps items out of comparisons
+        self._heap: list[tuple[tuple[object, ...], int, T]] = [(key(item), next(self._count), item) for item in items]
+        heapq.heapify(self._heap)
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def empty(self) -> bool:
+        return not self._heap
+
+    def push(self, item: T) -> None:
+        heapq.heappush(self._heap, (self._key(item), next(self._count), item))
+
+    def pop(self) -> T:
+        return heapq.heappop(self._heap)[2]

@@ -26,9 +26,9 @@ from typing import Any, Sequence
 from vpolicy.compile import ir
 from vpolicy.compile.ir import Label
 from vpolicy.compile.lower import CompiledModule, CompiledRule, classify
-from vpolicy.engine.heap import PriorityQueue, Queue, SortedQueue
+from vpolicy.engine.heap import KeyedQueue, PriorityQueue, Queue, SortedQueue
 from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, SessionState, TaskInfo
-from vpolicy.lang.builtins import CALLBACKS
+from vpolicy.lang.builtins import CALLBACKS, JOB
 
 # When an answer of a rule decided something, by how its callback's answers are combined: a non-zero
 # order or vote (abstain is 0), a false test (the first false one ends an AND), a true `overused` (the
@@ -115,8 +115,10 @@ class Runtime:
             tables = shared
             self._by_callback, self._flat, self._orders = tables.by_callback, tables.flat, tables.orders
             self._fixed_task_order = tables.fixed_task_order
+            self._job_keys = tables.job_keys
             self._order_memo: dict[tuple[int, Any, Any], Any] = {}
         else:
+            self._job_keys = None  # coverage counts every comparison: jobs compared by their rules
             self._by_callback = _by_callback(self.tiers)
             self._flatten()
             self._scalar_only()
@@ -195,6 +197,29 @@ class Runtime:
         if l.creation != r.creation:
             return l.creation < r.creation
         return l.key < r.key  # Volcano's JobID is <namespace>/<podgroup name>
+
+    def job_queue(self) -> Queue[JobInfo]:
+        """A queue of one queue's jobs for allocate, popped in job order. When every job_order rule
+        compares one expression of each job that reads only the job's own state (`_job_key_rules`), the
+        jobs are ordered by keys computed when pushed: in allocate only the popped job changes, so its
+        key is the live answer, and Go's heap pops the smallest. Else Go's heap comparing live values."""
+        if self._job_keys is None:
+            return PriorityQueue(self.job_before)
+        return KeyedQueue(self._job_key)
+
+    def _job_key(self, job: JobInfo) -> tuple[Any, ...]:
+        """The job's place in job order: each rule's expression (negated when descending), then Volcano's
+        tie-break (creation, then namespace/name): comparing keys is `job_before`."""
+        env = self.env
+        key: list[Any] = []
+        for rule in self._job_keys or ():
+            self.calls += 1
+            env[rule.params[0]] = job
+            value = rule.operand(env)  # type: ignore[misc]  # reason: _job_key_rules keeps rules with an operand
+            key.append(_descending(value) if rule.descending else value)
+        key.append(job.creation)
+        key.append(job.key)
+        return tuple(key)
 
     def task_queue(self, tasks: Sequence[TaskInfo] = ()) -> Queue[TaskInfo]:
         """A queue of tasks popped in task order: sorted once when the task order is fixed for the
@@ -369,13 +394,94 @@ def _reads_beyond_operands(rule: CompiledRule) -> bool:
     return found
 
 
+def _job_key_rules(rules: list[CompiledRule], plugins: Sequence[PluginInstance]) -> tuple[CompiledRule, ...] | None:
+    """The job_order rules, when each compares one expression of the two jobs (`CompiledRule.operand`)
+    that reads only the job's own state; else None."""
+    functions = {p.module.name: p.module.functions for p in plugins}
+    for rule in rules:
+        if rule.operand is None or rule.operand_term is None:
+            return None
+        if not _own_state_only(rule.operand_term, frozenset(rule.params[:1]), frozenset(), functions, frozenset()):
+            return None
+    return tuple(rules)
+
+
+# A job's attributes that change only when its own tasks do (not its queue's, not its tasks' objects).
+_JOB_OWN_ATTRS = frozenset(JOB) - {"queue", "tasks"}
+_Functions = dict[str, dict[str, tuple[tuple[str, ...], ir.Term]]]
+
+
+def _own_state_only(t: Any, jobs: frozenset[str], values: frozenset[str], functions: _Functions,
+                    calling: frozenset[tuple[str, str]]) -> bool:
+    """True when `t` reads nothing but attributes of the job bound to a name in `jobs`, values bound to a
+    name in `values` (helper parameters given such reads), the cluster's total and session constants:
+    what, inside allocate, changes only during that job's own turn."""
+    if isinstance(t, (ir.Const, ir.SessionRef)):
+        return True
+    if isinstance(t, ir.Var):
+        return t.name in values
+    if isinstance(t, ir.GetAttr):
+        if not isinstance(t.obj, ir.Var):
+            return False
+        return ((t.obj.name in jobs and t.name in _JOB_OWN_ATTRS)
+                or (t.obj.name == "cluster" and t.name == "total"))
+    if isinstance(t, ir.CallUser):
+        called = (t.module, t.func)
+        body = functions.get(t.module, {}).get(t.func)
+        if body is None or called in calling:
+            return False
+        inner_jobs, inner_values = set(), set()
+        for name, arg in zip(body[0], t.args):
+            if isinstance(arg, ir.Var) and arg.name in jobs:
+                inner_jobs.add(name)
+            elif _own_state_only(arg, jobs, values, functions, calling):
+                inner_values.add(name)
+            else:
+                return False
+        return _own_state_only(body[1], frozenset(inner_jobs), frozenset(inner_values), functions, calling | {called})
+    if isinstance(t, (ir.Apply, ir.Op, ir.Cond, ir.GetIndex, ir.ResourceVec, ir.ListOf)):
+        children = [getattr(t, f) for f in t.__dataclass_fields__]
+        return all(_own_state_only(c, jobs, values, functions, calling) for c in _terms(children))
+    return False
+
+
+def _terms(items: Any) -> Iterator[Any]:
+    """The terms among a node's fields (nested in tuples, as ResourceVec's entries are), not names."""
+    for item in items:
+        if isinstance(item, tuple):
+            yield from _terms(item)
+        elif item is not None and not isinstance(item, str):
+            yield item
+
+
+class _Descending:
+    """A value that sorts in reverse: a descending rule's key when negating is not possible."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __lt__(self, other: "_Descending") -> bool:
+        return bool(other.value < self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and bool(self.value == other.value)
+
+    __hash__ = None  # type: ignore[assignment]  # reason: compared only
+
+
+def _descending(value: Any) -> Any:
+    return -value if type(value) in (int, float, bool) else _Descending(value)
+
+
 def _is_comparison(rule: CompiledRule) -> bool:
     """`compare(E(l), E(r))` or `compare(E(r), E(l))` for one expression E: a consistent order."""
     t = rule.term
     if not (isinstance(t, ir.Apply) and t.func == "compare" and len(t.args) == 2 and len(rule.params) == 2):
         return False
     l, r = rule.params
-    return _swap_vars(t.args[0], l, r) == t.args[1]
+    return ir.swap_vars(t.args[0], l, r) == t.args[1]
 
 
 def _attribute_compared(rule: CompiledRule) -> tuple[str, bool] | None:
@@ -393,17 +499,6 @@ def _default_task_cmp(l: TaskInfo, r: TaskInfo) -> int:
     return -1 if default_task_before(l, r) else (1 if default_task_before(r, l) else 0)
 
 
-def _swap_vars(t: Any, a: str, b: str) -> Any:
-    if isinstance(t, ir.Var):
-        return ir.Var(b) if t.name == a else ir.Var(a) if t.name == b else t
-    if isinstance(t, tuple):
-        return tuple(_swap_vars(x, a, b) for x in t)
-    if dataclasses.is_dataclass(t) and not isinstance(t, type):
-        return dataclasses.replace(t, **{f.name: _swap_vars(getattr(t, f.name), a, b)
-                                         for f in dataclasses.fields(t)})
-    return t
-
-
 @dataclass(frozen=True, slots=True)
 class _Tables:
     """What a Runtime derives from its tiers alone (rules per callback, flattened, order keys)."""
@@ -413,6 +508,7 @@ class _Tables:
     flat: dict[str, list[CompiledRule]]
     orders: dict[str, list[tuple[CompiledRule, Callable[[Any], Any] | None]]]
     fixed_task_order: bool
+    job_keys: tuple[CompiledRule, ...] | None  # see Runtime.job_queue
     # session constants in evaluation order: (key, closure, or the key of an earlier let of equal shape)
     lets: tuple[tuple[tuple[str, str], Callable[[dict[str, Any]], Any], tuple[str, str] | None], ...] = ()
 
@@ -447,7 +543,9 @@ def _shared_tables(tiers: list[list[PluginInstance]]) -> _Tables:
         orders = {cb: [(rule, _fixed_key(rule)) for rule in flat[cb]]
                   for cb in ("queue_order", "job_order", "task_order")}
         fixed = all(k is not None and _is_comparison(rule) for rule, k in orders["task_order"])
-        tables = _Tables(tuple(p for tier in tiers for p in tier), by_callback, flat, orders, fixed, _let_plan(tiers))
+        plugins = tuple(p for tier in tiers for p in tier)
+        tables = _Tables(plugins, by_callback, flat, orders, fixed, _job_key_rules(flat["job_order"], plugins),
+                         _let_plan(tiers))
         if len(_TABLES) >= _TABLES_KEPT:
             del _TABLES[next(iter(_TABLES))]
         _TABLES[key] = tables

@@ -18,7 +18,7 @@ from vpolicy.model.snapshot import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
 def run(ctx: ActionContext) -> None:
     rt = ctx.runtime
     queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
-    jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    jobs_by_queue: dict[str, Queue[JobInfo]] = {}
     worksheets: dict[str, Queue[TaskInfo]] = {}
     for job in ctx.state.jobs.values():
         if job.phase == PodGroupPhase.PENDING.value:
@@ -35,7 +35,7 @@ def run(ctx: ActionContext) -> None:
             continue
         worksheets[job.key] = rt.task_queue(tasks)
         if job.queue.name not in jobs_by_queue:
-            jobs_by_queue[job.queue.name] = PriorityQueue(rt.job_before)
+            jobs_by_queue[job.queue.name] = rt.job_queue()
             queues.push(job.queue)
         jobs_by_queue[job.queue.name].push(job)
 
@@ -58,7 +58,7 @@ def run(ctx: ActionContext) -> None:
         queues.push(queue)
 
 
-def _drain(jobs: PriorityQueue[JobInfo] | None) -> list[JobInfo]:
+def _drain(jobs: Queue[JobInfo] | None) -> list[JobInfo]:
     out = []
     while jobs is not None and not jobs.empty():
         out.append(jobs.pop())
