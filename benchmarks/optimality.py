@@ -11,7 +11,13 @@ only rules every placement must obey and drops the rest, so its optimum is an up
   memory and pod slots (bin packing per node, exact: one integer count per (job, node));
 - a gang places 0 pods or between the pods it still needs for `minMember` and all its pending pods;
 - only jobs that `enqueue` admits can place pods: enqueue runs first, on the snapshot alone, so its
-  verdicts are the same in every session under these rules (computed by an enqueue-only session).
+  verdicts are the same in every session under these rules (computed by an enqueue-only session);
+- a GPU job of allocate's first turns is placed when no choice of nodes can stop it (`_placed_first`):
+  the first turn starts from the same state in every session, and a turn whose pods fit enough nodes
+  even with every earlier turn's pods added to each of them places the same pods in every session, so
+  the next turn starts from the same queue and job order too. Volcano's queue and job order (priority
+  first) are rules; without this the bound "places" more GPUs by leaving out a job that every session
+  must place first.
 
 Dropped (so the bound may be loose, never wrong): queue shares, capabilities and overuse, CPU pods competing for GPU nodes' cpu, task order and turns, preemption. The LP relaxation
 (fractional pods) is reported too; the gap is `1 - optimize / bound`, with the proven MILP optimum when
@@ -34,8 +40,12 @@ import numpy as np
 from benchmarks import generate as gen
 from benchmarks.run import decision_metrics, policy_for
 from vpolicy.engine.optimize import gpus, is_gpu_dim
-from vpolicy.engine.session import CompiledPolicy, run_session
+from vpolicy.engine.actions import allocate
+from vpolicy.engine.actions.context import ActionContext
+from vpolicy.engine.placement import FitErrors, fits
+from vpolicy.engine.session import CompiledPolicy, SessionResult, run_session
 from vpolicy.engine.state import SessionState
+from vpolicy.model.resources import ZERO, Resources
 from vpolicy.model.snapshot import ClusterSnapshot, PodGroupPhase, TaskStatus
 
 _DIMS = ("cpu", "memory", "pods")
@@ -56,9 +66,12 @@ def gpu_bound(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, time_limit: 
     """The MILP and LP upper bounds on GPUs placed in one session (see the module docstring)."""
     from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]  # reason: no stubs
 
-    state = _after_enqueue(snapshot, policy)
+    opened = _after_enqueue(snapshot, policy)
+    state = opened.state
     nodes = [n for n in state.nodes.values() if any(is_gpu_dim(d) and v > 0 for d, v in n.allocatable.items())]
     demands = _demands(state)
+    # replayed on a session of its own: the replay places pods, the bound starts from the snapshot
+    forced = _placed_first(_after_enqueue(snapshot, policy).context) if "allocate" in policy.actions else set()
     free = {n.name: n.future_idle for n in nodes}
     n_jobs, n_nodes = len(demands), len(nodes)
     if not n_jobs or not n_nodes:
@@ -67,6 +80,7 @@ def gpu_bound(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, time_limit: 
     nv = n_jobs * n_nodes + n_jobs
     objective = np.zeros(nv)
     upper = np.zeros(nv)
+    lower = np.zeros(nv)
     rows: list[np.ndarray] = []
     lo: list[float] = []
     hi: list[float] = []
@@ -77,6 +91,7 @@ def gpu_bound(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, time_limit: 
             upper[j * n_nodes + k] = d.pods if fits_one else 0
             objective[j * n_nodes + k] = -d.gpus
         upper[n_jobs * n_nodes + j] = 1
+        lower[n_jobs * n_nodes + j] = 1 if d.job in forced else 0
         # need * x <= sum_k n[j, k] <= pods * x
         row = np.zeros(nv)
         row[j * n_nodes:(j + 1) * n_nodes] = 1
@@ -97,8 +112,16 @@ def gpu_bound(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, time_limit: 
             rows.append(row)
             lo.append(-np.inf)
             hi.append(float(free[node.name].get(dim, 0)))
+    for (queue, dim), room in _queue_room(opened, demands, policy.actions).items():
+        row = np.zeros(nv)
+        for j, d in enumerate(demands):
+            if state.jobs[d.job].queue is queue:
+                row[j * n_nodes:(j + 1) * n_nodes] = d.request.get(dim, 0)
+        rows.append(row)
+        lo.append(-np.inf)
+        hi.append(float(room))
     constraints = LinearConstraint(np.array(rows), np.array(lo), np.array(hi))
-    bounds = Bounds(np.zeros(nv), upper)
+    bounds = Bounds(lower, upper)
     t0 = time.process_time()
     exact = milp(objective, constraints=constraints, bounds=bounds, integrality=np.ones(nv),
                  options={"time_limit": time_limit})
@@ -113,15 +136,106 @@ def gpu_bound(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, time_limit: 
     else:
         bound = int(np.floor(-relaxed.fun + 1e-6))
     return {"milp": bound, "milp_proven": proven, "milp_cpu_s": round(milp_s, 2),
-            "lp": round(float(-relaxed.fun), 2), "jobs": n_jobs, "nodes": n_nodes, "status": exact.message}
+            "lp": round(float(-relaxed.fun), 2), "jobs": n_jobs, "nodes": n_nodes, "placed_first": sorted(forced),
+            "status": exact.message}
 
 
-def _after_enqueue(snapshot: ClusterSnapshot, policy: CompiledPolicy) -> SessionState:
-    """The session state once `enqueue` has run (the snapshot's own when the policy has no enqueue)."""
-    if "enqueue" not in policy.actions:
-        return SessionState(snapshot)
-    enqueue_only = CompiledPolicy(("enqueue",), policy.tiers, source=policy.source)
-    return run_session(snapshot, enqueue_only, solver_budget_s=0).state
+def _after_enqueue(snapshot: ClusterSnapshot, policy: CompiledPolicy) -> SessionResult:
+    """A session that ran only `enqueue` (none at all when the policy has no enqueue): its state and
+    context are where allocate starts from in every session of the policy."""
+    actions = ("enqueue",) if "enqueue" in policy.actions else ()
+    return run_session(snapshot, CompiledPolicy(actions, policy.tiers, source=policy.source), solver_budget_s=0)
+
+
+def _placed_first(ctx: ActionContext, *, max_turns: int = 64) -> set[str]:
+    """GPU jobs that every rule-abiding session places, from allocate's first turns (see the module
+    docstring); the turns are replayed on `ctx`, which they change.
+
+    A turn is robust when its job's pending pods are alike and, of the nodes where one fits Idle and
+    passes the predicates at the start, more than max(1, need) stay so whatever nodes the earlier turns'
+    pods took (`_blockable`): each pod then finds one the others left alone. Robust turns place the
+    same pods in every session (on different nodes, which no queue or job order reads), so the next
+    turn starts from the same queue and job order; the replay stops at the first turn that is not."""
+    rt = ctx.runtime
+    queues, jobs_by_queue, worksheets = allocate.turn_queues(ctx)
+    idle = {name: node.idle for name, node in ctx.state.nodes.items()}  # before any turn
+    earlier, earlier_pods = ZERO, 0  # the pods the replayed turns placed: their sum and their number
+    forced: set[str] = set()
+    for _turn in range(max_turns):
+        if queues.empty():
+            break
+        queue = queues.pop()
+        jobs = jobs_by_queue.get(queue.name)
+        if rt.overused(queue) or jobs is None or jobs.empty():
+            continue  # the same in every session: overuse reads only what was placed, not where
+        job = jobs.pop()
+        tasks = worksheets[job.key]
+        pods = [tasks.pop() for _ in range(len(tasks))]
+        count = max(1, job.min_available - job.ready_count)
+        if len({t.resreq for t in pods}) != 1 or count > len(pods):
+            break
+        request = pods[0].resreq
+        fitting = [n for n in ctx.placement.feasible_nodes(pods[0], FitErrors()) if fits(request, idle[n.name])]
+        margins = [idle[n.name] - request for n in fitting]
+        if count > len(fitting) - _blockable(margins, earlier, earlier_pods):
+            break
+        stmt = ctx.statement()
+        for task, node in zip(pods[:count], fitting):
+            if not rt.allocatable(job.queue, task):
+                return forced
+            stmt.allocate(task, node.name)
+        if not rt.job_ready(job):
+            return forced
+        stmt.commit()
+        earlier, earlier_pods = earlier + request.times(count), earlier_pods + count
+        if gpus(request):
+            forced.add(job.key)
+        for task in reversed(pods[count:]):
+            tasks.push(task)
+        if not tasks.empty():
+            jobs.push(job)
+        queues.push(queue)
+    return forced
+
+
+def _queue_room(opened: SessionResult, demands: list[GangDemand], actions: Sequence[str]) -> dict[tuple[Any, str], int]:
+    """(queue, dimension) -> what the GPU pods a session places in the queue may add up to on that
+    dimension, when the policy has proportion's `within_deserved` rule: a pod is placed only while its
+    queue's allocation plus the pod stays within the queue's deserved share on every dimension it
+    requests (but `pods`), and allocations only grow (no action of the policy may evict), so at the
+    last GPU pod asking for d the queue's GPU pods sum to at most deserved - allocated at the start on d.
+    Empty for a policy without that rule or with preempt or reclaim."""
+    rt = opened.context.runtime
+    if {"preempt", "reclaim"} & set(actions) or not any(
+            r.plugin == "proportion" and r.name == "within_deserved" for r in rt._rules("allocatable")):
+        return {}
+    deserved = rt.env["$session"][("proportion", "deserved")]
+    out: dict[tuple[Any, str], int] = {}
+    for d in demands:
+        queue = opened.state.jobs[d.job].queue
+        for dim in d.request:
+            if dim != "pods":
+                out[(queue, dim)] = max(0, deserved[queue].get(dim, 0) - queue.allocated.get(dim, 0))
+    return out
+
+
+def _blockable(margins: list[Resources], placed: Resources, pods: int) -> int:
+    """At most how many nodes, each with room `margins[i]` left after one more pod, the `pods` pods
+    summing to `placed` can fill past that room, however they are spread. A node is filled past its
+    room in some dimension d only by pods summing to more than its margin in d there, and the pods on
+    different nodes are different pods: so at most, per dimension, as many nodes as the smallest
+    margins (+1) that `placed` covers, summed over dimensions, and never more nodes than pods."""
+    total = 0
+    for dim, amount in placed.items():
+        if amount <= 0:
+            continue
+        left = amount
+        for need in sorted(m.get(dim, 0) + 1 for m in margins):
+            if need > left:
+                break
+            left -= need
+            total += 1
+    return min(total, pods, len(margins))
 
 
 def _demands(state: SessionState) -> list[GangDemand]:

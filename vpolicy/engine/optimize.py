@@ -70,18 +70,20 @@ class Packer:
         holds the policy's score per node (read on the group only); `idle` says the group fits Idle now
         (else FutureIdle). Masks over whole columns, not index lists: with no sampling the group is most
         of the cluster, and gathering it row by row cost more than the choice."""
-        if not self.gpu_cols:
-            best = np.flatnonzero(group)
-            return int(best[np.argmax(scores[best])])
-        available = self.arrays.idle_now if idle else self.arrays.future
-        cols = self.gpu_cols
-        free = available[:, cols[0]] if len(cols) == 1 else available[:, cols].sum(axis=1)
-        asked = gpus(task.resreq) * 1000
-        # the least GPU left over (or, for a CPU task, no free GPU), then the highest score, then the first
-        # row (as Volcano's argmax); the same order a lexsort on (row, -score, key) gives, without sorting
-        key = np.where(group, free - asked if asked else free > 0, np.inf)
-        best = np.flatnonzero(key == key.min())
-        return int(best[np.argmax(scores[best])])
+        if self.gpu_cols:
+            available = self.arrays.idle_now if idle else self.arrays.future
+            cols = self.gpu_cols
+            free = available[:, cols[0]] if len(cols) == 1 else available[:, cols].sum(axis=1)
+            # the least GPU left over (or, for a CPU task, no free GPU), then the highest score, then the
+            # first row (as Volcano's argmax): the order a lexsort on (row, -score, key) gives, unsorted
+            if gpus(task.resreq):
+                left = np.where(group, free, np.inf)
+                group = left == left.min()
+            else:
+                no_gpu = group & (free <= 0)
+                if no_gpu.any():
+                    group = no_gpu
+        return int(np.where(group, scores, -np.inf).argmax())
 
 
 # victims -----------------------------------------------------------------------------------------

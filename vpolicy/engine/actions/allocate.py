@@ -17,6 +17,32 @@ from vpolicy.model.snapshot import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
 
 def run(ctx: ActionContext) -> None:
     rt = ctx.runtime
+    queues, jobs_by_queue, worksheets = turn_queues(ctx)
+    while not queues.empty():
+        queue = queues.pop()
+        if rt.overused(queue):
+            for job in _drain(jobs_by_queue.get(queue.name)):
+                ctx.job_reasons.setdefault(job.key, f"queue {queue.name} is overused")
+            continue
+        jobs = jobs_by_queue.get(queue.name)
+        if jobs is None or jobs.empty():
+            continue
+        job = jobs.pop()
+        tasks = worksheets[job.key]
+        stmt = allocate_tasks(ctx, job, tasks)
+        if stmt is not None and rt.job_ready(job):
+            stmt.commit()
+            if not tasks.empty():
+                jobs.push(job)
+        queues.push(queue)
+
+
+def turn_queues(ctx: ActionContext) -> tuple[PriorityQueue[QueueInfo], dict[str, Queue[JobInfo]],
+                                             dict[str, Queue[TaskInfo]]]:
+    """What allocate's turns start from: the queues with work in queue order, each queue's jobs in job
+    order, each job's pending tasks in task order (jobs not yet enqueued or invalid are left out, with
+    their reason recorded)."""
+    rt = ctx.runtime
     queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
     jobs_by_queue: dict[str, Queue[JobInfo]] = {}
     worksheets: dict[str, Queue[TaskInfo]] = {}
@@ -38,24 +64,7 @@ def run(ctx: ActionContext) -> None:
             jobs_by_queue[job.queue.name] = rt.job_queue()
             queues.push(job.queue)
         jobs_by_queue[job.queue.name].push(job)
-
-    while not queues.empty():
-        queue = queues.pop()
-        if rt.overused(queue):
-            for job in _drain(jobs_by_queue.get(queue.name)):
-                ctx.job_reasons.setdefault(job.key, f"queue {queue.name} is overused")
-            continue
-        jobs = jobs_by_queue.get(queue.name)
-        if jobs is None or jobs.empty():
-            continue
-        job = jobs.pop()
-        tasks = worksheets[job.key]
-        stmt = allocate_tasks(ctx, job, tasks)
-        if stmt is not None and rt.job_ready(job):
-            stmt.commit()
-            if not tasks.empty():
-                jobs.push(job)
-        queues.push(queue)
+    return queues, jobs_by_queue, worksheets
 
 
 def _drain(jobs: Queue[JobInfo] | None) -> list[JobInfo]:
