@@ -4,11 +4,15 @@ A rule body has four executable forms: the closure tree (`compile.evaluate`, the
 Python per rule (`compile.pycode`), and over a batch of nodes the numpy interpreter
 (`compile.vectorize`) and generated numpy (`compile.vcode`). The engine picks whichever is fastest for
 the call, so any difference between them would be a wrong placement; this checks them against each
-other on generated clusters and the session state they open with.
+other on generated clusters and the session state they open with, and on the edge cases of what the
+generators rewrite (`compile.rewrite`: inlined helpers, dropped identities; `compile.share`: values kept
+in locals, divisions without the zero guard).
 """
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,20 +24,24 @@ from vpolicy.compile.lower import CompiledModule, CompiledRule, compile_module
 from vpolicy.engine.placement import Placement
 from vpolicy.engine.runtime import PluginInstance, Runtime
 from vpolicy.engine.state import SessionState
-from vpolicy.lang.parse import parse_file
+from vpolicy.lang.parse import parse_file, parse_text
+from vpolicy.model.resources import Resources
 from vpolicy.model.snapshot import ClusterSnapshot, TaskStatus
 from tests.strategies import clusters
 
-MODULES = sorted(Path(__file__).resolve().parents[2].joinpath("policies", "volcano").glob("*.vpol"))
+VOLCANO = Path(__file__).resolve().parents[2].joinpath("policies", "volcano")
+MODULES = sorted(VOLCANO.glob("*.vpol"))
 
 
-def _compiled(path: Path, codegen: bool, monkeypatch: pytest.MonkeyPatch) -> CompiledModule:
+def _compiled(path: Path, codegen: bool, monkeypatch: pytest.MonkeyPatch, *, text: str | None = None,
+              settings: dict[str, Any] | None = None) -> CompiledModule:
     with monkeypatch.context() as m:
         if codegen:
             m.delenv("VPOLICY_NO_CODEGEN", raising=False)
         else:
             m.setenv("VPOLICY_NO_CODEGEN", "1")
-        return compile_module(parse_file(path))
+        module = parse_file(path) if text is None else parse_text(text, str(path))
+        return compile_module(module, settings)
 
 
 def _node_rules(module: CompiledModule) -> list[CompiledRule]:
@@ -84,12 +92,14 @@ def test_fast_forms_agree_with_the_reference_on_every_node(modules, snapshot: Cl
                 interpreted = vectorize.compile_node_rule(rule.term, rule.params[1], fast.functions, FUNCTIONS)
             for task in tasks:
                 env = dict(rt.env)
-                expected = []
+                answers = []
                 for node in placement.node_list:
                     env[rule.params[0]], env[rule.params[1]] = task, node
-                    expected.append(_as_float(reference(env)))
-                scalar = [_as_float(rule.call(dict(rt.env), task, node)) for node in placement.node_list]
-                assert scalar == expected, f"{fast.name}.{rule.name}: generated Python differs"
+                    answers.append(reference(env))
+                expected = [_as_float(v) for v in answers]
+                scalar = [rule.call(dict(rt.env), task, node) for node in placement.node_list]
+                assert [_as_float(v) for v in scalar] == expected, f"{fast.name}.{rule.name}: generated Python differs"
+                assert [type(v) for v in scalar] == [type(v) for v in answers], f"{fast.name}.{rule.name}: types differ"
                 if rule.vector is None:
                     continue
                 batch_env = dict(rt.env)
@@ -97,3 +107,97 @@ def test_fast_forms_agree_with_the_reference_on_every_node(modules, snapshot: Cl
                 for form, fn in (("vcode", rule.vector), ("vectorize", interpreted)):
                     got = np.broadcast_to(np.asarray(fn(dict(batch_env)), dtype=float), (len(rows),))
                     assert got.tolist() == expected, f"{fast.name}.{rule.name}: {form} differs"
+
+
+# Rules where a rewrite could change an answer: a value kept in a local where it recurs, under guards that
+# decide whether it may be computed at all (with an empty `tasks`, `tasks[0]` raises IndexError); divisions
+# with and without a zero guard; `1 *` a value that may be a bool.
+EDGE_CASES = """plugin edge_cases "edge cases of the generated forms"
+
+rule first_task_priority: node_order(task, node) =
+    if len(node.tasks) == 0 then 0 else node.tasks[0].priority + node.tasks[0].priority
+
+rule name_length: node_order(task, node) =
+    if node.pod_count == 0 or len(node.tasks[0].name) > 3 then len(node.tasks[0].name) else 1
+
+rule ten_per_pod: node_order(task, node) =
+    (if node.max_pods == 0 then 10 / node.max_pods else 0) + (if node.max_pods != 0 then 10 / node.max_pods else 0)
+
+rule few_pods: node_order(task, node) = if node.max_pods != 0 or 10 / node.max_pods > 1 then 1 else 2
+
+rule one_times_gpus: node_order(task, node) = 1 * node.gpus
+"""
+
+
+def _node(*, tasks: tuple[str, ...] = (), pod_count: int = 1, max_pods: int = 1,
+          gpus: object = None) -> SimpleNamespace:
+    return SimpleNamespace(tasks=[SimpleNamespace(name=n, priority=len(n)) for n in tasks], pod_count=pod_count,
+                           max_pods=max_pods, gpus=gpus)
+
+
+@pytest.mark.parametrize("rule_name, node, expected", [
+    pytest.param("first_task_priority", _node(), 0, id="a-repeated-value-under-a-failing-guard-is-not-computed"),
+    pytest.param("first_task_priority", _node(tasks=("abc",)), 6, id="a-repeated-value-under-its-guard-is-kept"),
+    pytest.param("name_length", _node(pod_count=0, tasks=("abcd",)), 4,
+                 id="a-value-from-an-or-operand-that-did-not-run-is-computed-again"),
+    pytest.param("name_length", _node(tasks=("abcdef",)), 6, id="a-value-from-an-or-operand-that-ran-true"),
+    pytest.param("name_length", _node(tasks=("ab",)), 1, id="both-or-operands-false"),
+    pytest.param("ten_per_pod", _node(max_pods=0), 0.0, id="a-division-where-the-divisor-is-0-keeps-its-guard"),
+    pytest.param("ten_per_pod", _node(max_pods=4), 2.5, id="a-division-where-the-divisor-is-not-0"),
+    pytest.param("few_pods", _node(max_pods=0), 2, id="an-or-operand-runs-where-the-ones-before-it-are-false"),
+    pytest.param("one_times_gpus", _node(gpus=True), 1, id="1-times-a-value-of-type-any-is-not-dropped"),
+])
+def test_generated_python_answers_as_the_reference_where_a_rewrite_could_differ(
+        rule_name: str, node: SimpleNamespace, expected: object) -> None:
+    patch = pytest.MonkeyPatch()
+    try:
+        fast, ref = (_compiled(Path("<edge_cases>"), codegen, patch, text=EDGE_CASES) for codegen in (True, False))
+    finally:
+        patch.undo()
+    rule = next(r for r in fast.rules["node_order"] if r.name == rule_name)
+    ref_rule = next(r for r in ref.rules["node_order"] if r.name == rule_name)
+    assert rule.fn.__code__.co_filename == "<vpolicy-generated>"
+    got, want = rule.call({}, None, node), ref_rule.call({}, None, node)
+    assert (got, type(got)) == (want, type(want)) == (expected, type(expected))
+
+
+class _CountingNode:
+    """A node that counts reads of its resource attributes."""
+
+    def __init__(self, reads: dict[str, int], allocatable: Resources, used: Resources):
+        self.reads, self._allocatable, self._used = reads, allocatable, used
+
+    @property
+    def allocatable(self) -> Resources:
+        self.reads["allocatable"] = self.reads.get("allocatable", 0) + 1
+        return self._allocatable
+
+    @property
+    def used(self) -> Resources:
+        self.reads["used"] = self.reads.get("used", 0) + 1
+        return self._used
+
+
+@pytest.mark.parametrize("settings, weight_type", [
+    pytest.param({}, int, id="weight-1-from-the-default-literal-gives-ints"),
+    pytest.param({"leastrequested.weight": "1"}, float, id="weight-1-from-the-conf-is-1.0-and-gives-floats"),
+])
+def test_generated_least_requested_reads_node_resources_at_most_once_per_dimension(
+        settings: dict[str, Any], weight_type: type) -> None:
+    """Guards the speed of the hottest rule (free_score reads node.allocatable four times per dimension and
+    node.used twice), and that dropping `1 *` did not change an int answer into a float or back."""
+    path = VOLCANO / "nodeorder.vpol"
+    patch = pytest.MonkeyPatch()
+    try:
+        fast, ref = (_compiled(path, codegen, patch, settings=settings) for codegen in (True, False))
+    finally:
+        patch.undo()
+    task = SimpleNamespace(resreq=Resources({"cpu": 500, "memory": 2 ** 30}))
+    answers, reads = [], []
+    for module in (fast, ref):
+        counted: dict[str, int] = {}
+        node = _CountingNode(counted, Resources({"cpu": 4000, "memory": 2 ** 33}), Resources({"cpu": 1000}))
+        answers.append(module.rules["node_order"][0].call({}, task, node))
+        reads.append(counted)
+    assert [(a, type(a)) for a in answers] == [(74, weight_type)] * 2
+    assert reads == [{"allocatable": 1, "used": 2}, {"allocatable": 8, "used": 4}]

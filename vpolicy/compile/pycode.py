@@ -7,15 +7,24 @@ function becomes one generated Python function: locals instead of an environment
 an assignment expression, aggregates as comprehensions, short-circuit `and`/`or`/`if` as Python's own.
 Semantics are those of `compile.evaluate` (same helpers for resource arithmetic and attributes); a term
 the generator does not handle falls back to the closure, so this is purely a speed-up.
+
+Before a body is written, `compile.rewrite` inlines small helpers and drops identities, and a value the
+body computes twice on one path is kept in a local (`compile.share`; e.g. free_score's four
+`get(node.allocatable, r)`). The walk below is in the order the emitted Python evaluates, which is what
+lets `share.Known` say which locals are assigned: a Cond's test first, then one branch; `a or b` reads b
+only when a is false. Tests (a Cond's, an operand of `and`, `or`, `not`) skip the `bool(...)` a value
+needs, and a division by a literal, or by a term the path has shown nonzero, skips the zero guard.
 """
 from __future__ import annotations
 
 import enum
 import math
 import re
-from typing import Any, Callable
+from contextlib import contextmanager
+from functools import reduce
+from typing import Any, Callable, Iterator
 
-from vpolicy.compile import evaluate, ir
+from vpolicy.compile import evaluate, ir, rewrite, share
 from vpolicy.compile.functions import FUNCTIONS as BUILTIN_IMPLS
 from vpolicy.lang.builtins import FUNCTIONS, OBJECT_TYPES
 
@@ -87,25 +96,33 @@ class Generator:
             if callable(fn):
                 self.ns[f"f_{name}"] = fn
         self.sources: list[str] = []
+        self._functions = functions
         self._consts: dict[int, str] = {}
         self._n = 0
+        self._helpers: dict[str, tuple[tuple[str, ...], ir.Term]] = {}
         self._function_terms: dict[str, ir.Term] = {}
         self._numeric_memo: dict[str, bool] = {}
+        self._rewriter = rewrite.Rewriter(self._helpers, functions, scalar=True)
+        self._sharing = share.Sharing.none()  # of the function being written
+        self._known = share.Known()  # at the point being written
 
     def declare(self, functions: dict[str, tuple[tuple[str, ...], ir.Term]]) -> None:
-        """The module's helper functions, so a call's result type is known before its body is emitted."""
+        """The module's helper functions, so a call's result type is known before its body is emitted
+        (and small ones can be inlined)."""
+        self._helpers.update(functions)
         self._function_terms.update({name: term for name, (_params, term) in functions.items()})
+        self._rewriter = rewrite.Rewriter(self._helpers, self._functions, scalar=True)
 
     # public ---------------------------------------------------------------------------------------
     def add_function(self, name: str, params: tuple[str, ...], term: ir.Term) -> None:
         args = ", ".join(_ident(p) for p in params)
-        body = self.expr(term)
+        body = self._body(term)
         self.sources.append(f"def u_{_mangle(name)}(env{', ' if args else ''}{args}):\n"
                             f"{_globals(body)}    return {body}\n")
 
     def add_entry(self, name: str, params: tuple[str, ...], term: ir.Term) -> None:
         loads = "".join(f"    {_ident(p)} = env[{p!r}]\n" for p in params)
-        body = self.expr(term)
+        body = self._body(term)
         self.sources.append(f"def e_{name}(env):\n{_globals(body)}{loads}    return {body}\n")
 
     def build(self) -> dict[str, Any]:
@@ -114,6 +131,15 @@ class Generator:
         return self.ns
 
     # expressions ------------------------------------------------------------------------------------
+    def _body(self, term: ir.Term) -> str:
+        """The expression a function returns, with its repeated values kept in locals."""
+        term = self._rewriter.prepare(term)
+        self._sharing, self._known = share.Sharing(term, self._helpers), share.Known()
+        try:
+            return self.expr(term)
+        finally:
+            self._sharing, self._known = share.Sharing.none(), share.Known()
+
     def const(self, value: Any) -> str:
         if isinstance(value, (bool, int, str)) or value is None or (isinstance(value, float) and math.isfinite(value)):
             return repr(value)
@@ -124,7 +150,18 @@ class Generator:
             self._consts[key] = name
         return self._consts[key]
 
-    def expr(self, t: ir.Term) -> str:  # noqa: C901  # reason: one case per term kind
+    def expr(self, t: ir.Term) -> str:
+        """Python source for `t`; a value worth a local is assigned where first computed, then read."""
+        local = self._sharing.local(t)
+        if local is None:
+            return self._expr(t)
+        if local in self._known.assigned:
+            return local
+        code = self._expr(t)
+        self._known = self._known.assigning(local)
+        return f"({local} := {code})"
+
+    def _expr(self, t: ir.Term) -> str:  # noqa: C901  # reason: one case per term kind
         if isinstance(t, ir.Const):
             return self.const(t.value)
         if isinstance(t, ir.Var):
@@ -154,36 +191,23 @@ class Generator:
             args = "".join(", " + self.expr(a) for a in t.args)
             return f"u_{_mangle(t.func)}(env{args})"
         if isinstance(t, ir.Op):
-            a = [self.expr(x) for x in t.args]
-            if t.op in ("and", "or"):
-                return "bool(" + f" {t.op} ".join(f"({x})" for x in a) + ")"
-            if t.op == "not":
-                return f"(not {a[0]})"
-            if t.op == "neg":
-                return f"(-{a[0]})"
-            if t.op in _ARITHMETIC and all(self.numeric(x) for x in t.args):
-                return f"({a[0]} {_ARITHMETIC[t.op]} {a[1]})"
-            helper = {"+": "_add", "-": "_sub", "*": "_mul", "/": "_div", "<=": "_le", "<": "_lt"}.get(t.op)
-            if helper:
-                return f"{helper}({a[0]}, {a[1]})"
-            if t.op == ">=":
-                return f"_le({a[1]}, {a[0]})"
-            if t.op == ">":
-                return f"_lt({a[1]}, {a[0]})"
-            return f"({a[0]} {t.op} {a[1]})"
+            return self._op(t)
         if isinstance(t, ir.Cond):
-            return f"({self.expr(t.then)} if {self.expr(t.test)} else {self.expr(t.orelse)})"
+            test, on_true, on_false = self._test(t.test)
+            self._known = on_true
+            then = self.expr(t.then)
+            after_then, self._known = self._known, on_false
+            orelse = self.expr(t.orelse)
+            self._known = after_then.meet(self._known)
+            return f"({then} if {test} else {orelse})"
         if isinstance(t, ir.Bind):
             return f"(({_ident(t.name)} := {self.expr(t.value)}), {self.expr(t.body)})[1]"
         if isinstance(t, ir.Agg):
-            return self._agg(t)
+            with self._unshared():
+                return self._agg(t)
         if isinstance(t, ir.Select):
-            var, state = _ident(t.var), _ident(t.state) if t.state else "_state"
-            key = f"(lambda {var}: {self.expr(t.group_key)})" if t.group_key is not None else "None"
-            start = f"(lambda {var}: {self.expr(t.group_start)})" if t.group_start is not None else "None"
-            when = f"(lambda {var}, {state}: {self.expr(t.when)})"
-            then = f"(lambda {var}, {state}: {self.expr(t.then)})" if t.then is not None else "None"
-            return f"_sel({self.expr(t.source)}, {key}, {start}, {when}, {then}, {t.after!r})"
+            with self._unshared():
+                return self._select(t)
         if isinstance(t, ir.Text):
             parts = [repr(p) if isinstance(p, str) else f"_show({self.expr(p)})" for p in t.parts]
             return "''.join([" + ", ".join(parts) + "])"
@@ -192,6 +216,83 @@ class Generator:
         if isinstance(t, ir.ListOf):
             return "[" + ", ".join(self.expr(x) for x in t.items) + "]"
         raise Unsupported(type(t).__name__)
+
+    def _op(self, t: ir.Op) -> str:
+        if t.op in ("and", "or"):
+            code, on_true, on_false = self._and_or(t)
+            self._known = on_true.meet(on_false)
+            return f"bool{code}"
+        if t.op == "not":
+            return f"(not {self._test(t.args[0])[0]})"
+        if t.op in (">=", ">") and not all(self.numeric(x) for x in t.args):
+            right = self.expr(t.args[1])  # first: `_le(right, left)` evaluates it first
+            left = self.expr(t.args[0])
+            return f"{'_le' if t.op == '>=' else '_lt'}({right}, {left})"
+        a = [self.expr(x) for x in t.args]
+        if t.op == "neg":
+            return f"(-{a[0]})"
+        numeric = all(self.numeric(x) for x in t.args)
+        if t.op in _ARITHMETIC and numeric:
+            return f"({a[0]} {_ARITHMETIC[t.op]} {a[1]})"
+        if t.op == "/" and numeric and self._nonzero(t.args[1]):
+            return f"({a[0]} / {a[1]})"  # `_div` less its zero test
+        helper = {"+": "_add", "-": "_sub", "*": "_mul", "/": "_div", "<=": "_le", "<": "_lt"}.get(t.op)
+        if helper:
+            return f"{helper}({a[0]}, {a[1]})"
+        return f"({a[0]} {t.op} {a[1]})"
+
+    def _test(self, t: ir.Term) -> tuple[str, share.Known, share.Known]:
+        """Source whose truth is `t`'s (not always a bool), and what is known when it is true and when it
+        is false. Leaves `self._known` at what is known either way."""
+        if isinstance(t, ir.Op) and t.op in ("and", "or", "not") and self._sharing.local(t) is None:
+            if t.op == "not":
+                code, on_true, on_false = self._test(t.args[0])
+                return f"(not {code})", on_false, on_true
+            code, on_true, on_false = self._and_or(t)
+            self._known = on_true.meet(on_false)
+            return code, on_true, on_false
+        code = self.expr(t)
+        when_true, when_false = share.nonzero_when(t, self._sharing.key)
+        on_true = self._known if when_true is None else self._known.with_nonzero(when_true)
+        on_false = self._known if when_false is None else self._known.with_nonzero(when_false)
+        return code, on_true, on_false
+
+    def _and_or(self, t: ir.Op) -> tuple[str, share.Known, share.Known]:
+        """`(a) and (b) ...` with what is known when it is true and when false: operand i runs only when
+        the ones before it did not decide; the whole is decided by its last operand or at some stop."""
+        codes, stops = [], []
+        for arg in t.args:
+            code, on_true, on_false = self._test(arg)
+            codes.append(f"({code})")
+            stop, go = (on_false, on_true) if t.op == "and" else (on_true, on_false)
+            stops.append(stop)
+            self._known = go
+        stopped = reduce(share.Known.meet, stops)
+        on_true, on_false = (self._known, stopped) if t.op == "and" else (stopped, self._known)
+        return "(" + f" {t.op} ".join(codes) + ")", on_true, on_false
+
+    def _nonzero(self, t: ir.Term) -> bool:
+        if isinstance(t, ir.Const):
+            return type(t.value) in (int, float) and t.value != 0
+        return self._sharing.key(t) in self._known.nonzero
+
+    @contextmanager
+    def _unshared(self) -> Iterator[None]:
+        """Inside a comprehension or lambda an assignment would not reach the function: share nothing."""
+        saved = self._sharing, self._known
+        self._sharing, self._known = share.Sharing.none(), share.Known()
+        try:
+            yield
+        finally:
+            self._sharing, self._known = saved
+
+    def _select(self, t: ir.Select) -> str:
+        var, state = _ident(t.var), _ident(t.state) if t.state else "_state"
+        key = f"(lambda {var}: {self.expr(t.group_key)})" if t.group_key is not None else "None"
+        start = f"(lambda {var}: {self.expr(t.group_start)})" if t.group_start is not None else "None"
+        when = f"(lambda {var}, {state}: {self.expr(t.when)})"
+        then = f"(lambda {var}, {state}: {self.expr(t.then)})" if t.then is not None else "None"
+        return f"_sel({self.expr(t.source)}, {key}, {start}, {when}, {then}, {t.after!r})"
 
     def numeric(self, t: ir.Term) -> bool:
         """True when the term is a plain int or float whatever the session (never a resource vector)."""
