@@ -193,26 +193,38 @@ class VictimChoice:
     rank: int  # the node's place in the action's own node order (ties go to the earlier node)
 
 
+Bound = tuple[Cost, list[TaskInfo]] | None
+# node name -> (the node's version in the session's node arrays, its bound at that version)
+BoundMemo = dict[str, tuple[int, Bound]]
+
+
 def cheapest_choices(preemptor: TaskInfo, nodes: Sequence[NodeInfo],
                      candidates_of: Callable[[NodeInfo], list[TaskInfo]],
-                     victims_of: Callable[[NodeInfo, list[TaskInfo]], list[TaskInfo]]) -> list[VictimChoice] | None:
+                     victims_of: Callable[[NodeInfo, list[TaskInfo]], list[TaskInfo]],
+                     *, version_of: Callable[[NodeInfo], int] | None = None,
+                     memo: BoundMemo | None = None) -> list[VictimChoice] | None:
     """The cheapest sufficient victim set on the best node, then on any node that ties with it or was
     searched on the way; cheapest first. None when a search ran out of budget on a node that could
     hold the preemptor (the caller then keeps Volcano's choice).
 
     Victims are a subset of the candidates, so the cheapest set over a node's candidates bounds its
     cost from below without calling the policy's victim rules: nodes are visited by that bound and the
-    visit stops once the bound exceeds the best set found (branch and bound across nodes)."""
+    visit stops once the bound exceeds the best set found (branch and bound across nodes). A node's
+    bound depends on that node alone (its tasks and FutureIdle, and what `candidates_of` accepts), so
+    with `memo` and `version_of` it is kept per node version and recomputed only where a node changed:
+    a gang's identical preemptors otherwise search every node again for each sibling."""
     bounded: list[tuple[Cost, int, NodeInfo, list[TaskInfo]]] = []
     for rank, node in enumerate(nodes):
-        candidates = candidates_of(node)
-        if not candidates:
-            continue
-        cheapest = cheapest_subset(preemptor.resreq, node.future_idle, candidates)
-        if cheapest is not None:
-            bounded.append((cheapest[1], rank, node, candidates))
-        elif _covers_with(preemptor.resreq, node.future_idle, candidates):
-            bounded.append((ZERO_COST, rank, node, candidates))  # search ran out: no bound known
+        if memo is None or version_of is None:
+            found = _bound(preemptor, node, candidates_of)
+        else:
+            version = version_of(node)
+            kept = memo.get(node.name)
+            if kept is None or kept[0] != version:
+                kept = memo[node.name] = (version, _bound(preemptor, node, candidates_of))
+            found = kept[1]
+        if found is not None:
+            bounded.append((found[0], rank, node, found[1]))
     bounded.sort(key=lambda b: (b[0], b[1]))
     out: list[VictimChoice] = []
     for low, rank, node, candidates in bounded:
@@ -234,6 +246,21 @@ def cheapest_choices(preemptor: TaskInfo, nodes: Sequence[NodeInfo],
     return out
 
 
+def _bound(preemptor: TaskInfo, node: NodeInfo, candidates_of: Callable[[NodeInfo], list[TaskInfo]]) -> Bound:
+    """The cost of the cheapest sufficient set among the node's candidates (a lower bound for the
+    victims the rules allow there) with those candidates; zero when the search ran out but the
+    candidates could free enough (no bound known); None when the node cannot help."""
+    candidates = candidates_of(node)
+    if not candidates:
+        return None
+    cheapest = cheapest_subset(preemptor.resreq, node.future_idle, candidates)
+    if cheapest is not None:
+        return cheapest[1], candidates
+    if _covers_with(preemptor.resreq, node.future_idle, candidates):
+        return ZERO_COST, candidates
+    return None
+
+
 def _covers_with(request: Resources, available: Resources, victims: Sequence[TaskInfo]) -> bool:
     total = available
     for v in victims:
@@ -248,14 +275,15 @@ def _covers(request: Resources, available: Resources) -> bool:
 
 def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo, nodes: Sequence[NodeInfo],
                    *, callback: str, keep: Callable[[TaskInfo], bool], action: str,
-                   fits: Callable[[NodeInfo], bool]) -> bool | None:
+                   fits: Callable[[NodeInfo], bool], kind: tuple[object, ...] | None = None) -> bool | None:
     """Preempt/reclaim for one task with the cheapest victim set over all candidate `nodes`.
 
     Victims on a node are those the policy's `callback` rules (`preemptable` / `reclaimable`) return
     for the `keep` candidates there, as in Volcano; the chosen subset is evicted into a local statement
     and kept only when `fits(node)` — the action's own final check — then holds. True: placed
     (pipelined, merged into `stmt`); False: no node can hold it; None: undecided here, the caller runs
-    Volcano's greedy choice instead."""
+    Volcano's greedy choice instead. `kind` names the preemptor's class and `keep` (same spec, same
+    job, same filter): per-node bounds are then kept for its siblings (`cheapest_choices`)."""
     from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims
 
     rules: dict[str, str] = {}
@@ -269,7 +297,10 @@ def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo,
         rules[node.name] = rule.label.location if rule else ""
         return victims
 
-    choices = cheapest_choices(preemptor, nodes, candidates, allowed)
+    arrays = ctx.placement.arrays
+    memo = ctx.victim_bounds.setdefault(kind, {}) if kind is not None else None
+    choices = cheapest_choices(preemptor, nodes, candidates, allowed, memo=memo,
+                               version_of=lambda node: int(arrays.version[arrays.row[node.name]]))
     if choices is None or preemptor.job is None:
         return None
     if not choices:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from vpolicy.engine.placement import FitErrors, Placement
 from vpolicy.engine.runtime import Runtime
@@ -23,6 +24,8 @@ class ActionContext:
     # (action, job, task spec) -> state version at which evicting could not place such a task: until
     # anything changes, its identical siblings cannot be placed either (skips re-scanning every node)
     eviction_failures: dict[tuple[object, ...], int] = field(default_factory=dict)
+    # optimize mode: (action, job, task spec) -> node -> (node version, cheapest-victims bound there)
+    victim_bounds: dict[tuple[object, ...], dict[str, tuple[int, Any]]] = field(default_factory=dict)
 
     def eviction_failed_before(self, key: tuple[object, ...]) -> bool:
         return self.eviction_failures.get(key) == self.state.version

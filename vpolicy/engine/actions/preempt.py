@@ -95,21 +95,22 @@ def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, 
     key = ("preempt", memo, preemptor.job.key, task_key(preemptor, SPEC_READS))
     if memo and ctx.eviction_failed_before(key):
         return False
-    done = _preempt_one(ctx, stmt, preemptor, keep, pool)
+    done = _preempt_one(ctx, stmt, preemptor, keep, pool, kind=key if memo else None)
     if not done and memo:
         ctx.remember_eviction_failure(key)
     return done
 
 
 def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,  # type: ignore[no-untyped-def]  # reason: predicate closure
-                 pool: list[TaskInfo] | None) -> bool:
+                 pool: list[TaskInfo] | None, *, kind: tuple[object, ...] | None = None) -> bool:
     rt = ctx.runtime
     assert preemptor.job is not None
     queue = preemptor.job.queue
     nodes = ctx.placement.ordered_by_score(preemptor, ctx.placement.preempt_nodes(preemptor))
     if ctx.optimize:
         done = optimize.evict_cheapest(ctx, stmt, preemptor, nodes, callback="preemptable", keep=keep,
-                                       action="preempt", fits=lambda n: _fits(ctx, queue, preemptor, n))
+                                       action="preempt", fits=lambda n: _fits(ctx, queue, preemptor, n),
+                                       kind=kind)
         if done is not None:
             return done
     where = nodes_with_candidates(pool, keep) if pool is not None else None

@@ -59,13 +59,14 @@ def reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInf
     key = ("reclaim", job.key, task_key(task, SPEC_READS))
     if ctx.eviction_failed_before(key):
         return False
-    done = _reclaim_one(ctx, stmt, task, job)
+    done = _reclaim_one(ctx, stmt, task, job, kind=key)
     if not done:
         ctx.remember_eviction_failure(key)
     return done
 
 
-def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInfo) -> bool:
+def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInfo, *,
+                 kind: tuple[object, ...] | None = None) -> bool:
     rt = ctx.runtime
 
     def reclaimee(t: TaskInfo) -> bool:
@@ -75,7 +76,8 @@ def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobIn
     nodes = ctx.placement.preempt_nodes(task)
     if ctx.optimize:
         done = optimize.evict_cheapest(ctx, stmt, task, nodes, callback="reclaimable", keep=reclaimee,
-                                       action="reclaim", fits=lambda n: fits(task.resreq, n.future_idle))
+                                       action="reclaim", fits=lambda n: fits(task.resreq, n.future_idle),
+                                       kind=kind)
         if done is not None:
             return done
     for node in nodes:
