@@ -24,7 +24,10 @@ class ActionContext:
     # (action, job, task spec) -> state version at which evicting could not place such a task: until
     # anything changes, its identical siblings cannot be placed either (skips re-scanning every node)
     eviction_failures: dict[tuple[object, ...], int] = field(default_factory=dict)
-    # optimize mode: (action, job, task spec) -> node -> (node version, cheapest-victims bound there)
+    # (action, job, task spec) -> node -> (node version, what is kept there for such a preemptor): its
+    # candidates that could free room (`evict_common.useful_candidates`), and in optimize mode the
+    # cheapest-victims bound (`optimize.cheapest_choices`)
+    node_candidates: dict[tuple[object, ...], dict[str, tuple[int, list[TaskInfo]]]] = field(default_factory=dict)
     victim_bounds: dict[tuple[object, ...], dict[str, tuple[int, Any]]] = field(default_factory=dict)
 
     def eviction_failed_before(self, key: tuple[object, ...]) -> bool:
@@ -32,6 +35,12 @@ class ActionContext:
 
     def remember_eviction_failure(self, key: tuple[object, ...]) -> None:
         self.eviction_failures[key] = self.state.version
+
+    def forget_node_memos(self) -> None:
+        """Start an evicting action with no per-node answers kept: node versions follow every usage
+        change, but allocate's Allocated -> Binding reorders a node's tasks in place, unversioned."""
+        self.node_candidates.clear()
+        self.victim_bounds.clear()
     mode: str = "volcano"  # "optimize": choices among feasible nodes and victims by engine.optimize
 
     @property

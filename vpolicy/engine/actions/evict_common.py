@@ -47,3 +47,21 @@ def fits_with(victims: list[TaskInfo], preemptor: TaskInfo, node: NodeInfo) -> b
     for v in victims:
         freed = freed + v.resreq
     return fits(preemptor.resreq, freed)
+
+
+def useful_candidates(ctx: ActionContext, node: NodeInfo, keep: Callable[[TaskInfo], bool], preemptor: TaskInfo,
+                      kind: tuple[object, ...] | None) -> list[TaskInfo]:
+    """The node's candidates `keep` accepts, or none when even all of them would not free room for the
+    preemptor (ValidateVictims on the whole set). Both depend on the node alone, so with `kind` (the
+    preemptor's class and filter) the answer is kept per node version for the preemptor's siblings."""
+    if kind is None:
+        found = candidates_on(node, keep)
+        return found if found and fits_with(found, preemptor, node) else []
+    arrays = ctx.placement.arrays
+    version = int(arrays.version[arrays.row[node.name]])
+    memo = ctx.node_candidates.setdefault(kind, {})
+    kept = memo.get(node.name)
+    if kept is None or kept[0] != version:
+        found = candidates_on(node, keep)
+        kept = memo[node.name] = (version, found if found and fits_with(found, preemptor, node) else [])
+    return kept[1]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from vpolicy.engine import optimize
 from vpolicy.engine.actions.context import ActionContext
-from vpolicy.engine.actions.evict_common import candidates_on, fits_with, nodes_with_candidates, ordered_victims
+from vpolicy.engine.actions.evict_common import fits_with, nodes_with_candidates, ordered_victims, useful_candidates
 from vpolicy.engine.heap import PriorityQueue, Queue
 from vpolicy.engine.placement import SPEC_READS, fits, task_key
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
@@ -20,6 +20,7 @@ _PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 
 
 def run(ctx: ActionContext) -> None:
+    ctx.forget_node_memos()
     rt = ctx.runtime
     queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
     preemptors: dict[str, PriorityQueue[JobInfo]] = {}
@@ -113,12 +114,12 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
                                        kind=kind)
         if done is not None:
             return done
-    where = nodes_with_candidates(pool, keep) if pool is not None else None
+    where = nodes_with_candidates(pool, keep) if pool is not None and kind is None else None
     for node in nodes:
         if where is not None and node.name not in where:
             continue
-        candidates = candidates_on(node, keep)
-        if not candidates or not fits_with(candidates, preemptor, node):
+        candidates = useful_candidates(ctx, node, keep, preemptor, kind)
+        if not candidates:
             continue  # even every candidate would not free enough: the rules cannot change that
         victims, rule = rt.victims("preemptable", preemptor, candidates)
         if not victims or not fits_with(victims, preemptor, node):

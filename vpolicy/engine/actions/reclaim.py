@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from vpolicy.engine import optimize
 from vpolicy.engine.actions.context import ActionContext
-from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims
+from vpolicy.engine.actions.evict_common import fits_with, ordered_victims, useful_candidates
 from vpolicy.engine.heap import PriorityQueue, Queue
 from vpolicy.engine.placement import SPEC_READS, fits, task_key
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
@@ -17,6 +17,7 @@ from vpolicy.model.snapshot import TaskStatus
 
 
 def run(ctx: ActionContext) -> None:
+    ctx.forget_node_memos()
     rt = ctx.runtime
     queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
     preemptors: dict[str, PriorityQueue[JobInfo]] = {}
@@ -81,8 +82,8 @@ def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobIn
         if done is not None:
             return done
     for node in nodes:
-        candidates = candidates_on(node, reclaimee)
-        if not candidates or not fits_with(candidates, task, node):
+        candidates = useful_candidates(ctx, node, reclaimee, task, kind)
+        if not candidates:
             continue  # even every candidate would not free enough: the rules cannot change that
         victims, rule = rt.victims("reclaimable", task, candidates)
         if not victims or not fits_with(victims, task, node):
