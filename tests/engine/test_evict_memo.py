@@ -37,4 +37,4 @@ def test_kept_candidates_follow_an_eviction_on_their_node() -> None:
     ctx.state.set_status(first[0], TaskStatus.RELEASING)
     after = useful_candidates(ctx, node, running, preemptor, kind)
     assert first[0] not in after
-    assert after == useful_candidates(ctx, node, running, preemptor, None)  # what a fresh scan finds
+    assert after == useful_candidates(ctx, node, running, preemptor, ("fresh",))  # what a new scan finds

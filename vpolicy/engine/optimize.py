@@ -275,7 +275,7 @@ def _covers(request: Resources, available: Resources) -> bool:
 
 def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo, nodes: Sequence[NodeInfo],
                    *, callback: str, keep: Callable[[TaskInfo], bool], action: str,
-                   fits: Callable[[NodeInfo], bool], kind: tuple[object, ...] | None = None) -> bool | None:
+                   fits: Callable[[NodeInfo], bool], kind: tuple[object, ...]) -> bool | None:
     """Preempt/reclaim for one task with the cheapest victim set over all candidate `nodes`.
 
     Victims on a node are those the policy's `callback` rules (`preemptable` / `reclaimable`) return
@@ -283,7 +283,7 @@ def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo,
     and kept only when `fits(node)` — the action's own final check — then holds. True: placed
     (pipelined, merged into `stmt`); False: no node can hold it; None: undecided here, the caller runs
     Volcano's greedy choice instead. `kind` names the preemptor's class and `keep` (same spec, same
-    job, same filter): per-node bounds are then kept for its siblings (`cheapest_choices`)."""
+    job, same filter): per-node bounds are kept for its siblings (`cheapest_choices`)."""
     from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims
 
     rules: dict[str, str] = {}
@@ -298,8 +298,7 @@ def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo,
         return victims
 
     arrays = ctx.placement.arrays
-    memo = ctx.victim_bounds.setdefault(kind, {}) if kind is not None else None
-    choices = cheapest_choices(preemptor, nodes, candidates, allowed, memo=memo,
+    choices = cheapest_choices(preemptor, nodes, candidates, allowed, memo=ctx.victim_bounds.setdefault(kind, {}),
                                version_of=lambda node: int(arrays.version[arrays.row[node.name]]))
     if choices is None or preemptor.job is None:
         return None

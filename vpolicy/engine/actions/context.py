@@ -18,6 +18,7 @@ class ActionContext:
     placement: Placement
     outcome: Outcome
     actions: tuple[str, ...]
+    mode: str = "volcano"  # "optimize": choices among feasible nodes and victims by engine.optimize
     fit_errors: dict[str, FitErrors] = field(default_factory=dict)  # task uid -> why it fits nowhere
     job_reasons: dict[str, str] = field(default_factory=dict)  # job key -> why it was not scheduled
     solver_notes: dict[str, str] = field(default_factory=dict)  # job key -> what the solver proved
@@ -41,7 +42,6 @@ class ActionContext:
         change, but allocate's Allocated -> Binding reorders a node's tasks in place, unversioned."""
         self.node_candidates.clear()
         self.victim_bounds.clear()
-    mode: str = "volcano"  # "optimize": choices among feasible nodes and victims by engine.optimize
 
     @property
     def optimize(self) -> bool:

@@ -1,7 +1,7 @@
 """What preempt and reclaim share: candidate victims on a node and Volcano's victim order."""
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable
 
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.heap import PriorityQueue
@@ -35,12 +35,6 @@ def candidates_on(node: NodeInfo, keep: Callable[[TaskInfo], bool]) -> list[Task
     return [t for t in node.tasks if t.job is not None and keep(t)]
 
 
-def nodes_with_candidates(pool: Iterable[TaskInfo], keep: Callable[[TaskInfo], bool]) -> set[str]:
-    """Names of the nodes holding at least one task of `pool` that `keep` accepts: only there can the
-    victim rules find anything, so other nodes need not be scanned."""
-    return {t.node_name for t in pool if t.node_name and t.job is not None and keep(t)}
-
-
 def fits_with(victims: list[TaskInfo], preemptor: TaskInfo, node: NodeInfo) -> bool:
     """Volcano's ValidateVictims: the victims together with FutureIdle could hold the preemptor."""
     freed = node.future_idle
@@ -50,13 +44,10 @@ def fits_with(victims: list[TaskInfo], preemptor: TaskInfo, node: NodeInfo) -> b
 
 
 def useful_candidates(ctx: ActionContext, node: NodeInfo, keep: Callable[[TaskInfo], bool], preemptor: TaskInfo,
-                      kind: tuple[object, ...] | None) -> list[TaskInfo]:
+                      kind: tuple[object, ...]) -> list[TaskInfo]:
     """The node's candidates `keep` accepts, or none when even all of them would not free room for the
-    preemptor (ValidateVictims on the whole set). Both depend on the node alone, so with `kind` (the
-    preemptor's class and filter) the answer is kept per node version for the preemptor's siblings."""
-    if kind is None:
-        found = candidates_on(node, keep)
-        return found if found and fits_with(found, preemptor, node) else []
+    preemptor (ValidateVictims on the whole set). Both depend on the node alone, so the answer is kept
+    per node version for the preemptor's siblings: `kind` names its class and filter."""
     arrays = ctx.placement.arrays
     version = int(arrays.version[arrays.row[node.name]])
     memo = ctx.node_candidates.setdefault(kind, {})

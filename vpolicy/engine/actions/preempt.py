@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from vpolicy.engine import optimize
 from vpolicy.engine.actions.context import ActionContext
-from vpolicy.engine.actions.evict_common import fits_with, nodes_with_candidates, ordered_victims, useful_candidates
+from vpolicy.engine.actions.evict_common import fits_with, ordered_victims, useful_candidates
 from vpolicy.engine.heap import PriorityQueue, Queue
 from vpolicy.engine.placement import SPEC_READS, fits, task_key
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
@@ -52,8 +52,7 @@ def run(ctx: ActionContext) -> None:
                 def other_job_same_queue(t: TaskInfo, job: JobInfo = job, p: TaskInfo = preemptor) -> bool:
                     return (_evictable(t, p) and t.job is not None and t.job.queue is job.queue
                             and t.job is not job)
-                pool = [t for j in job.queue.jobs if j is not job for t in j.tasks]
-                if preempt_one(ctx, stmt, preemptor, other_job_same_queue, memo="other-jobs", pool=pool):
+                if preempt_one(ctx, stmt, preemptor, other_job_same_queue, memo="other-jobs"):
                     assigned = True
             if rt.job_pipelined(job):
                 stmt.commit()
@@ -73,7 +72,7 @@ def run(ctx: ActionContext) -> None:
 
                 def same_job(t: TaskInfo, job: JobInfo = job, p: TaskInfo = preemptor) -> bool:
                     return _evictable(t, p) and t.job is job
-                assigned = preempt_one(ctx, stmt, preemptor, same_job, memo="same-job", pool=job.tasks)
+                assigned = preempt_one(ctx, stmt, preemptor, same_job, memo="same-job")
                 stmt.commit()
                 if not assigned:
                     break
@@ -86,24 +85,23 @@ def _evictable(task: TaskInfo, preemptor: TaskInfo) -> bool:
     return not (preemptor.best_effort and not task.best_effort)
 
 
-def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, *, memo: str = "",  # type: ignore[no-untyped-def]  # reason: predicate closure
-                pool: list[TaskInfo] | None = None) -> bool:
-    """Evict for one task on the best node that works; `memo` names the victim filter so a failure is
-    remembered for the task's identical siblings until the session state changes; `pool`, when given,
-    holds every task `keep` could accept, so nodes without one are skipped unscanned."""
+def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, *, memo: str) -> bool:  # type: ignore[no-untyped-def]  # reason: predicate closure
+    """Evict for one task on the best node that works; `memo` names the victim filter `keep`, so a
+    failure is remembered for the task's identical siblings until the session state changes, and each
+    node's candidates are kept for them until that node changes."""
     if preemptor.pod.preemption_policy == "Never" or preemptor.job is None:
         return False
     key = ("preempt", memo, preemptor.job.key, task_key(preemptor, SPEC_READS))
-    if memo and ctx.eviction_failed_before(key):
+    if ctx.eviction_failed_before(key):
         return False
-    done = _preempt_one(ctx, stmt, preemptor, keep, pool, kind=key if memo else None)
-    if not done and memo:
+    done = _preempt_one(ctx, stmt, preemptor, keep, key)
+    if not done:
         ctx.remember_eviction_failure(key)
     return done
 
 
 def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,  # type: ignore[no-untyped-def]  # reason: predicate closure
-                 pool: list[TaskInfo] | None, *, kind: tuple[object, ...] | None = None) -> bool:
+                 kind: tuple[object, ...]) -> bool:
     rt = ctx.runtime
     assert preemptor.job is not None
     queue = preemptor.job.queue
@@ -114,10 +112,7 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
                                        kind=kind)
         if done is not None:
             return done
-    where = nodes_with_candidates(pool, keep) if pool is not None and kind is None else None
     for node in nodes:
-        if where is not None and node.name not in where:
-            continue
         candidates = useful_candidates(ctx, node, keep, preemptor, kind)
         if not candidates:
             continue  # even every candidate would not free enough: the rules cannot change that

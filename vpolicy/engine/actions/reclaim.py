@@ -60,14 +60,13 @@ def reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInf
     key = ("reclaim", job.key, task_key(task, SPEC_READS))
     if ctx.eviction_failed_before(key):
         return False
-    done = _reclaim_one(ctx, stmt, task, job, kind=key)
+    done = _reclaim_one(ctx, stmt, task, job, key)
     if not done:
         ctx.remember_eviction_failure(key)
     return done
 
 
-def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInfo, *,
-                 kind: tuple[object, ...] | None = None) -> bool:
+def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInfo, kind: tuple[object, ...]) -> bool:
     rt = ctx.runtime
 
     def reclaimee(t: TaskInfo) -> bool:
