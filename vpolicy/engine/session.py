@@ -69,11 +69,10 @@ def _collector_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
-            if not gc.get_freeze_count():
-                # what the session allocated goes to the oldest generation as it is: re-enabled as it
-                # stands, the first allocation would walk all of it as generation 0 (0.2 s at L)
-                gc.freeze()
-                gc.unfreeze()
+            # the first allocation after this walks what the session allocated as generation 0 (about
+            # 0.1 s at L); moving it to the oldest generation untraversed (gc.freeze + unfreeze) would
+            # save that, but the collector would not count it there and never collect it again: each
+            # session's cycles would stay for good (1,200 small sessions grew a process by 230 MB)
             gc.enable()
 
 
