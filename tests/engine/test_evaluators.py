@@ -6,7 +6,8 @@ Python per rule (`compile.pycode`), and over a batch of nodes the numpy interpre
 the call, so any difference between them would be a wrong placement; this checks them against each
 other on generated clusters and the session state they open with, and on the edge cases of what the
 generators rewrite (`compile.rewrite`: inlined helpers, dropped identities; `compile.share`: values kept
-in locals, divisions without the zero guard).
+in locals, of a function or of one select lambda or aggregate comprehension, divisions without the zero
+guard).
 """
 from __future__ import annotations
 
@@ -126,6 +127,11 @@ rule ten_per_pod: node_order(task, node) =
 rule few_pods: node_order(task, node) = if node.max_pods != 0 or 10 / node.max_pods > 1 then 1 else 2
 
 rule one_times_gpus: node_order(task, node) = 1 * node.gpus
+
+rule tenths: node_order(task, node) = sum(t in node.tasks where t.priority != 0: 10 / t.priority + 10 / t.priority)
+
+rule pods_around_priorities: node_order(task, node) =
+    node.max_pods + sum(t in node.tasks: t.priority * t.priority) + node.max_pods
 """
 
 
@@ -146,6 +152,11 @@ def _node(*, tasks: tuple[str, ...] = (), pod_count: int = 1, max_pods: int = 1,
     pytest.param("ten_per_pod", _node(max_pods=4), 2.5, id="a-division-where-the-divisor-is-not-0"),
     pytest.param("few_pods", _node(max_pods=0), 2, id="an-or-operand-runs-where-the-ones-before-it-are-false"),
     pytest.param("one_times_gpus", _node(gpus=True), 1, id="1-times-a-value-of-type-any-is-not-dropped"),
+    pytest.param("tenths", _node(tasks=("", "ab")), 10.0,
+                 id="a-repeated-division-in-an-aggregate-body-guarded-by-its-filter"),
+    pytest.param("tenths", _node(tasks=("",)), 0, id="an-aggregate-filter-that-fails-skips-its-body"),
+    pytest.param("pods_around_priorities", _node(tasks=("abc",)), 11,
+                 id="a-comprehension-local-does-not-overwrite-the-function-local"),
 ])
 def test_generated_python_answers_as_the_reference_where_a_rewrite_could_differ(
         rule_name: str, node: SimpleNamespace, expected: object) -> None:
@@ -159,6 +170,89 @@ def test_generated_python_answers_as_the_reference_where_a_rewrite_could_differ(
     assert rule.fn.__code__.co_filename == "<vpolicy-generated>"
     got, want = rule.call({}, None, node), ref_rule.call({}, None, node)
     assert (got, type(got)) == (want, type(want)) == (expected, type(expected))
+
+
+# Values kept in locals of a select's lambdas: one under a guard in `when` (a job without tasks has no
+# tasks[0]), and one of a lambda next to one of the comprehension inside it, which Python binds in the same
+# lambda (had they one name, a candidate of priority 1 with one task of priority 3 would sum to 13, not 11).
+SELECT_CASES = """plugin select_cases "edge cases of locals inside a select's lambdas"
+
+rule first_task_is_high: preemptable(preemptor, candidates) =
+    select c in candidates
+        when if len(c.job.tasks) == 0 then false else c.job.tasks[0].priority + c.job.tasks[0].priority > 4
+
+rule heavy_job: preemptable(preemptor, candidates) =
+    select c in candidates when c.priority + sum(t in c.job.tasks: t.priority * t.priority) + c.priority > 12
+"""
+
+
+def _candidate(priority: int, *task_priorities: int) -> SimpleNamespace:
+    return SimpleNamespace(priority=priority,
+                           job=SimpleNamespace(tasks=[SimpleNamespace(priority=p) for p in task_priorities]))
+
+
+@pytest.mark.parametrize("rule_name, candidates, chosen", [
+    pytest.param("first_task_is_high", [_candidate(0), _candidate(0, 3), _candidate(0, 2)], [1],
+                 id="a-repeated-value-under-a-guard-in-when-is-not-computed-for-a-job-without-tasks"),
+    pytest.param("heavy_job", [_candidate(1, 3), _candidate(2, 3)], [1],
+                 id="a-lambda-local-and-a-comprehension-local-in-it-do-not-overwrite-each-other"),
+])
+def test_generated_select_answers_as_the_reference_where_a_lambda_keeps_a_local(
+        rule_name: str, candidates: list[SimpleNamespace], chosen: list[int]) -> None:
+    patch = pytest.MonkeyPatch()
+    try:
+        fast, ref = (_compiled(Path("<select_cases>"), codegen, patch, text=SELECT_CASES) for codegen in (True, False))
+    finally:
+        patch.undo()
+    rule = next(r for r in fast.rules["preemptable"] if r.name == rule_name)
+    ref_rule = next(r for r in ref.rules["preemptable"] if r.name == rule_name)
+    assert rule.fn.__code__.co_filename == "<vpolicy-generated>"
+    got, want = rule.call({}, None, candidates), ref_rule.call({}, None, candidates)
+    assert [candidates.index(c) for c in got] == [candidates.index(c) for c in want] == chosen
+
+
+class _Job:
+    """A job as a select groups by it (hashable, by identity)."""
+
+    def __init__(self, allocated: Resources):
+        self.allocated = allocated
+
+
+class _CountingTask:
+    """A victim candidate that counts reads of its request."""
+
+    def __init__(self, reads: list[int], job: _Job, resreq: Resources):
+        self.reads, self.job, self._resreq = reads, job, resreq
+
+    @property
+    def resreq(self) -> Resources:
+        self.reads[0] += 1
+        return self._resreq
+
+
+def test_generated_drf_victims_compute_the_share_after_eviction_once_per_candidate() -> None:
+    """Guards the speed of preemption (drf's `when` names `share(left - c.resreq, cluster.total)` twice, and
+    victim selection runs it for every candidate of every node tried), and its answers."""
+    path = VOLCANO / "drf.vpol"
+    patch = pytest.MonkeyPatch()
+    try:
+        fast, ref = (_compiled(path, codegen, patch) for codegen in (True, False))
+    finally:
+        patch.undo()
+    env = {"cluster": SimpleNamespace(total=Resources({"cpu": 10_000, "memory": 2 ** 35}))}
+    preemptor = SimpleNamespace(job=_Job(Resources({"cpu": 1000})), resreq=Resources({"cpu": 1000}))
+    big, small = _Job(Resources({"cpu": 6000, "memory": 2 ** 33})), _Job(Resources({"cpu": 2500}))
+    answers, reads = [], []
+    for module in (fast, ref):
+        counted = [0]
+        candidates = [_CountingTask(counted, job, Resources({"cpu": 1000}))
+                      for job in (big, small, big, small, big)]
+        chosen = module.rules["preemptable"][0].call(dict(env), preemptor, candidates)
+        answers.append([candidates.index(c) for c in chosen])
+        reads.append(counted[0])
+    assert answers == [[0, 2, 4], [0, 2, 4]]  # small's share falls to 0.15, then 0.05: not fairer than 0.2
+    # per candidate: `when` reads it once (the reference twice where `mine < share` is false), `after` once
+    assert reads == [10, 12]
 
 
 class _CountingNode:

@@ -12,12 +12,21 @@ Before a body is written, `compile.rewrite` inlines small helpers and drops iden
 body computes twice on one path is kept in a local (`compile.share`; e.g. free_score's four
 `get(node.allocatable, r)`). The walk below is in the order the emitted Python evaluates, which is what
 lets `share.Known` say which locals are assigned: a Cond's test first, then one branch; `a or b` reads b
-only when a is false. Tests (a Cond's, an operand of `and`, `or`, `not`) skip the `bool(...)` a value
-needs, and a division by a literal, or by a term the path has shown nonzero, skips the zero guard.
+only when a is false. Tests (a Cond's, an operand of `and`, `or`, `not`, a select's `when`, an
+aggregate's filter) skip the `bool(...)` a value needs, and a division by a literal, or by a term the
+path has shown nonzero, skips the zero guard.
+
+Each lambda of a select, and each aggregate's comprehension (its filter, then its body, per item), is a
+scope of its own with its own locals (drf's victim rule computes `share(left - c.resreq, ...)` once per
+candidate, not twice). A lambda's `:=` binds in the lambda; a comprehension's binds in the function or
+lambda around it, which is why every scope's locals carry a prefix of their own (`c_` for the function,
+`c1_`, `c2_`, ... for the scopes inside). Python forbids `:=` anywhere inside a comprehension's iterable,
+so an aggregate's source, and whatever is nested in it, shares nothing.
 """
 from __future__ import annotations
 
 import enum
+import itertools
 import math
 import re
 from contextlib import contextmanager
@@ -105,6 +114,8 @@ class Generator:
         self._rewriter = rewrite.Rewriter(self._helpers, functions, scalar=True)
         self._sharing = share.Sharing.none()  # of the function being written
         self._known = share.Known()  # at the point being written
+        self._scope_ids = itertools.count(1)  # prefixes of the locals of nested scopes, unique in the module
+        self._may_assign = True  # False inside a comprehension's iterable, where `:=` is a syntax error
 
     def declare(self, functions: dict[str, tuple[tuple[str, ...], ir.Term]]) -> None:
         """The module's helper functions, so a call's result type is known before its body is emitted
@@ -203,11 +214,9 @@ class Generator:
         if isinstance(t, ir.Bind):
             return f"(({_ident(t.name)} := {self.expr(t.value)}), {self.expr(t.body)})[1]"
         if isinstance(t, ir.Agg):
-            with self._unshared():
-                return self._agg(t)
+            return self._agg(t)
         if isinstance(t, ir.Select):
-            with self._unshared():
-                return self._select(t)
+            return self._select(t)
         if isinstance(t, ir.Text):
             parts = [repr(p) if isinstance(p, str) else f"_show({self.expr(p)})" for p in t.parts]
             return "''.join([" + ", ".join(parts) + "])"
@@ -277,22 +286,44 @@ class Generator:
         return self._sharing.key(t) in self._known.nonzero
 
     @contextmanager
-    def _unshared(self) -> Iterator[None]:
-        """Inside a comprehension or lambda an assignment would not reach the function: share nothing."""
+    def _scope(self, *bodies: ir.Term | None) -> Iterator[None]:
+        """Code of one lambda or one comprehension pass, evaluating `bodies` in order: it shares what it
+        repeats in locals of its own (prefix `c<n>_`), and nothing with the code around it."""
         saved = self._sharing, self._known
-        self._sharing, self._known = share.Sharing.none(), share.Known()
+        terms = [b for b in bodies if b is not None]
+        self._sharing = (share.Sharing(terms, self._helpers, prefix=f"c{next(self._scope_ids)}_")
+                         if self._may_assign and terms else share.Sharing.none())
+        self._known = share.Known()
         try:
             yield
         finally:
             self._sharing, self._known = saved
 
+    @contextmanager
+    def _iterable(self) -> Iterator[None]:
+        """A comprehension's iterable: evaluated in the scope around the comprehension, where Python
+        forbids `:=` (even inside a lambda or comprehension nested in it), so nothing is shared."""
+        saved = self._sharing, self._known, self._may_assign
+        self._sharing, self._known, self._may_assign = share.Sharing.none(), share.Known(), False
+        try:
+            yield
+        finally:
+            self._sharing, self._known, self._may_assign = saved
+
     def _select(self, t: ir.Select) -> str:
         var, state = _ident(t.var), _ident(t.state) if t.state else "_state"
-        key = f"(lambda {var}: {self.expr(t.group_key)})" if t.group_key is not None else "None"
-        start = f"(lambda {var}: {self.expr(t.group_start)})" if t.group_start is not None else "None"
-        when = f"(lambda {var}, {state}: {self.expr(t.when)})"
-        then = f"(lambda {var}, {state}: {self.expr(t.then)})" if t.then is not None else "None"
-        return f"_sel({self.expr(t.source)}, {key}, {start}, {when}, {then}, {t.after!r})"
+        with self._scope():  # the source, once where the select stands: as before, shares nothing there
+            source = self.expr(t.source)
+        lambdas = []
+        for params, body, is_test in ((var, t.group_key, False), (var, t.group_start, False),
+                                      (f"{var}, {state}", t.when, True), (f"{var}, {state}", t.then, False)):
+            if body is None:
+                lambdas.append("None")
+                continue
+            with self._scope(body):
+                code = self._test(body)[0] if is_test else self.expr(body)  # `_sel` reads `when` as a test
+            lambdas.append(f"(lambda {params}: {code})")
+        return f"_sel({source}, {', '.join(lambdas)}, {t.after!r})"
 
     def numeric(self, t: ir.Term) -> bool:
         """True when the term is a plain int or float whatever the session (never a resource vector)."""
@@ -318,15 +349,23 @@ class Generator:
         return False
 
     def _agg(self, t: ir.Agg) -> str:
+        """A comprehension: per item, the filter, then (where it holds) the body, in one scope."""
         var = _ident(t.var)
-        src = self.expr(t.source)
-        cond = f" if {self.expr(t.where)}" if t.where is not None else ""
-        body = self.expr(t.body) if t.body is not None else None
+        with self._iterable():
+            src = self.expr(t.source)
+        with self._scope(t.where, t.body):
+            where = None
+            if t.where is not None:
+                where, self._known, _on_false = self._test(t.where)
+            body = None
+            if t.body is not None:  # count, all and any read their body as a test
+                body = self._test(t.body)[0] if t.func in ("count", "all", "any") else self.expr(t.body)
+        cond = f" if {where}" if where is not None else ""
         loop = f"for {var} in {src}{cond}"
         if t.func == "count":
             if body is None:
                 return f"sum(1 {loop})"
-            test = f"({self.expr(t.where)}) and ({body})" if t.where is not None else body
+            test = f"({where}) and ({body})" if where is not None else body
             return f"sum(1 for {var} in {src} if {test})"
         if t.func == "all":
             return f"all({body or 'True'} {loop})"

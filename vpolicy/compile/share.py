@@ -17,16 +17,21 @@ generators walk their terms with a `Known` in hand and say where paths split and
 A `Known` also carries terms known to be nonzero on the path (the false side of `x == 0`), so the scalar
 generator can divide by them directly instead of through the helper that guards against zero.
 
-Terms worth a local (`Sharing`) are those that recur in one function outside aggregates and selects (whose
-bodies are comprehensions and lambdas, where an assignment would not reach the function), and whose value
-can be shared: an attribute, index, built-in or helper call, operator or `if`, with no `let` or aggregate
-inside, that never builds a fresh list or map (sharing one would make two uses alias one object).
+Terms worth a local (`Sharing`) are those that recur in one scope, and whose value can be shared: an
+attribute, index, built-in or helper call, operator or `if`, with no `let` or aggregate inside, that never
+builds a fresh list or map (sharing one would make two uses alias one object). A scope is a function body,
+or, in `compile.pycode`, one lambda of a select or one pass of an aggregate's comprehension (its filter,
+then its body); `compile.vcode`'s lambdas share nothing. A scope never looks into the scopes nested in
+it, nor they into it: each has its own `Sharing` and starts knowing nothing, and the generator gives each
+its own name prefix, so no local of one is ever read, or overwritten, as another's (an assignment in a
+comprehension binds in the function or lambda around it, once per pass). Where Python forbids `:=`
+(anywhere inside a comprehension's iterable) the generator shares nothing.
 """
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from vpolicy.compile import ir, rewrite
 from vpolicy.lang.builtins import FUNCTIONS as CATALOGUE
@@ -55,21 +60,25 @@ class Known:
 
 
 class Sharing:
-    """The sub-terms of one function body worth a local, each with its name."""
+    """The sub-terms of one scope (a function body, a lambda, a comprehension pass) worth a local, each
+    with its name."""
 
-    def __init__(self, body: ir.Term | None, helpers: rewrite.Helpers, *, prefix: str = "c_"):
+    def __init__(self, body: ir.Term | Sequence[ir.Term] | None, helpers: rewrite.Helpers, *, prefix: str = "c_"):
+        """`body`: the scope's term, or its terms in the order one pass evaluates them (an aggregate's
+        filter, then its body); None for no sharing. Locals are named `prefix` + a number."""
         self._helpers = helpers
         self.key = rewrite.TermKeys()  # two terms with one key compute one value
         self._containers: dict[str, bool] = {}  # helper -> may its result be a fresh list or map
         self._unshareable_inside: dict[int, bool] = {}  # by key
         self._names: dict[int, str] = {}
-        if body is not None:
-            for i, key in enumerate(self._repeated(body)):
+        bodies = () if body is None else tuple(body) if isinstance(body, (tuple, list)) else (body,)
+        if bodies:
+            for i, key in enumerate(self._repeated(bodies)):
                 self._names[key] = f"{prefix}{i}"
 
     @classmethod
     def none(cls) -> Sharing:
-        """No sharing: for code inside a lambda or a comprehension."""
+        """No sharing: for code where `:=` may not stand, or that has none to share."""
         return cls(None, {})
 
     def local(self, t: ir.Term) -> str | None:
@@ -77,10 +86,10 @@ class Sharing:
         return self._names.get(self.key(t)) if self._names and isinstance(t, _SHAREABLE) else None
 
     # choosing --------------------------------------------------------------------------------------
-    def _repeated(self, body: ir.Term) -> list[int]:
+    def _repeated(self, bodies: tuple[ir.Term, ...]) -> list[int]:
         """Keys of shareable terms met at least twice, in first-met order. A recurrence of a term is not
         looked into: its sub-terms are the first occurrence's, read through the same local."""
-        counts: Counter[int] = Counter(self.key(t) for t in _visible(body) if self._shareable(t))
+        counts: Counter[int] = Counter(self.key(t) for body in bodies for t in _visible(body) if self._shareable(t))
         met: Counter[int] = Counter()
 
         def visit(t: ir.Term) -> None:
@@ -91,7 +100,8 @@ class Sharing:
                     return
             for child in _visible_children(t):
                 visit(child)
-        visit(body)
+        for body in bodies:
+            visit(body)
         return [key for key, n in met.items() if n >= 2]
 
     def _shareable(self, t: ir.Term) -> bool:
@@ -152,7 +162,7 @@ def nonzero_when(t: ir.Term, key: Callable[[ir.Term], int]) -> tuple[int | None,
 
 
 def _visible(t: ir.Term) -> Iterator[ir.Term]:
-    """`t` and the sub-terms a local assigned in its function could hold (not inside lambdas)."""
+    """`t` and the sub-terms a local of its scope could hold (not inside the scopes nested in it)."""
     yield t
     for child in _visible_children(t):
         yield from _visible(child)
