@@ -178,6 +178,9 @@ def cheapest_subset(request: Resources, available: Resources, victims: Sequence[
             counts.pop()
 
     search(0, need, ZERO_COST, [])
+    # `search` calls itself through its closure cell, a reference cycle holding every list above; a
+    # session runs with the cyclic collector paused, so the cycle is broken here, not left to it
+    search = None  # type: ignore[assignment]  # reason: breaks the self-reference
     if budget[0] <= 0 or not best:
         return None
     cost, counts = best[0]
@@ -298,7 +301,7 @@ def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo,
         return victims
 
     arrays = ctx.placement.arrays
-    choices = cheapest_choices(preemptor, nodes, candidates, allowed, memo=ctx.victim_bounds.setdefault(kind, {}),
+    choices = cheapest_choices(preemptor, nodes, candidates, allowed, memo=ctx.node_memo(ctx.victim_bounds, kind),
                                version_of=lambda node: int(arrays.version[arrays.row[node.name]]))
     if choices is None or preemptor.job is None:
         return None

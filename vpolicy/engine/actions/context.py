@@ -11,6 +11,9 @@ from vpolicy.engine.statement import Outcome, Statement
 from vpolicy.model.snapshot import PodGroupPhase, TaskStatus
 
 
+_NODE_MEMO_KINDS = 4  # preemptor kinds whose per-node answers are kept (see ActionContext.node_memo)
+
+
 @dataclass(slots=True)
 class ActionContext:
     runtime: Runtime
@@ -36,6 +39,17 @@ class ActionContext:
 
     def remember_eviction_failure(self, key: tuple[object, ...]) -> None:
         self.eviction_failures[key] = self.state.version
+
+    def node_memo(self, table: dict[tuple[object, ...], dict[str, Any]], kind: tuple[object, ...]) -> dict[str, Any]:
+        """`kind`'s per-node answers in `table` (`node_candidates` or `victim_bounds`). Siblings come one
+        after another (a job's preemptors are tried in a row), so only the last few kinds are kept:
+        one per node per kind for every job of an L cluster took gigabytes."""
+        memo = table.get(kind)
+        if memo is None:
+            while len(table) >= _NODE_MEMO_KINDS:
+                del table[next(iter(table))]
+            memo = table[kind] = {}
+        return memo
 
     def forget_node_memos(self) -> None:
         """Start an evicting action with no per-node answers kept: node versions follow every usage

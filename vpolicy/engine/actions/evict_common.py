@@ -50,7 +50,7 @@ def useful_candidates(ctx: ActionContext, node: NodeInfo, keep: Callable[[TaskIn
     per node version for the preemptor's siblings: `kind` names its class and filter."""
     arrays = ctx.placement.arrays
     version = int(arrays.version[arrays.row[node.name]])
-    memo = ctx.node_candidates.setdefault(kind, {})
+    memo = ctx.node_memo(ctx.node_candidates, kind)
     kept = memo.get(node.name)
     if kept is None or kept[0] != version:
         found = candidates_on(node, keep)
