@@ -219,15 +219,15 @@ def cheapest_choices(preemptor: TaskInfo, nodes: Sequence[NodeInfo],
     bounded: list[tuple[Cost, int, NodeInfo, list[TaskInfo]]] = []
     for rank, node in enumerate(nodes):
         if memo is None or version_of is None:
-            found = _bound(preemptor, node, candidates_of)
+            lowest = _bound(preemptor, node, candidates_of)
         else:
             version = version_of(node)
             kept = memo.get(node.name)
             if kept is None or kept[0] != version:
                 kept = memo[node.name] = (version, _bound(preemptor, node, candidates_of))
-            found = kept[1]
-        if found is not None:
-            bounded.append((found[0], rank, node, found[1]))
+            lowest = kept[1]
+        if lowest is not None:
+            bounded.append((lowest[0], rank, node, lowest[1]))
     bounded.sort(key=lambda b: (b[0], b[1]))
     out: list[VictimChoice] = []
     for low, rank, node, candidates in bounded:
