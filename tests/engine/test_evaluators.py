@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from vpolicy.compile import vectorize
 from vpolicy.compile.functions import FUNCTIONS
@@ -295,3 +296,24 @@ def test_generated_least_requested_reads_node_resources_at_most_once_per_dimensi
         reads.append(counted)
     assert [(a, type(a)) for a in answers] == [(74, weight_type)] * 2
     assert reads == [{"allocatable": 1, "used": 2}, {"allocatable": 8, "used": 4}]
+
+
+_VECTORS = st.dictionaries(st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu"]), st.integers(-3, 8),
+                           max_size=4).map(Resources)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(_VECTORS, st.just(0)), st.one_of(_VECTORS, st.just(0)), _VECTORS)
+def test_the_share_of_a_difference_is_computed_as_the_share_of_the_built_difference(a, b, total) -> None:  # type: ignore[no-untyped-def]
+    """Generated code asks `share(a - b, c)` without building `a - b` (`pycode._share_minus`)."""
+    from vpolicy.compile import evaluate, pycode
+    from vpolicy.compile.functions import share
+
+    def outcome(fn):  # type: ignore[no-untyped-def]  # reason: test helper
+        try:
+            value = fn()
+        except Exception as e:  # noqa: BLE001  # reason: the reference's failure is an answer too
+            return type(e)
+        return value, type(value)
+
+    assert outcome(lambda: pycode._share_minus(a, b, total)) == outcome(lambda: share(evaluate._sub(a, b), total))

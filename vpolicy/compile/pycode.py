@@ -99,7 +99,7 @@ class Generator:
             "_ga": evaluate.get_attr, "_st": _status, "_sel": _select, "_fold": _fold,
             "_add": evaluate._add, "_sub": evaluate._sub, "_mul": evaluate._mul, "_div": evaluate._div,
             "_le": evaluate._le, "_lt": evaluate._lt, "_R": evaluate.Resources, "_show": evaluate._show,
-            "_index": _index,
+            "_index": _index, "_share_minus": _share_minus,
         }
         for name, fn in functions.items():
             if callable(fn):
@@ -191,6 +191,11 @@ class Generator:
         if isinstance(t, ir.Apply):
             if f"f_{t.func}" not in self.ns:
                 raise Unsupported(t.func)
+            if (t.func == "share" and self.ns["f_share"] is BUILTIN_IMPLS["share"] and isinstance(t.args[0], ir.Op)
+                    and t.args[0].op == "-" and self._sharing.local(t.args[0]) is None):
+                # the share of a difference, the difference never built (`_share_minus`)
+                left, right = (self.expr(x) for x in t.args[0].args)
+                return f"_share_minus({left}, {right}, {self.expr(t.args[1])})"
             args = [self.expr(a) for a in t.args]
             # the two commonest built-ins inline, when they are the standard ones
             if t.func == "get" and self.ns["f_get"] is BUILTIN_IMPLS["get"]:
@@ -386,6 +391,23 @@ def _globals(body: str) -> str:
     if "S[" in body:
         lines += "    S = env.get('$session')\n"
     return lines
+
+
+def _share_minus(a: Any, b: Any, total: Any) -> float:
+    """`share(a - b, total)` without building `a - b`: victim rules ask it for every candidate of every
+    node tried (drf: the victim's job's share once the victim is gone). The answer of
+    `Resources.max_ratio` on the difference: the largest (a - b) / total over total's dimensions, 0/0
+    as 0 and x/0 as 1; a plain 0 (an empty sum) is the empty vector, as in resource arithmetic."""
+    if type(a) is not evaluate.Resources and type(b) is not evaluate.Resources:
+        return BUILTIN_IMPLS["share"](evaluate._sub(a, b), total)  # numbers: whatever share makes of them
+    a, b = evaluate._res(a), evaluate._res(b)
+    best = 0.0
+    for k, den in total.items():
+        num = a.get(k, 0) - b.get(k, 0)
+        share = (0.0 if num == 0 else 1.0) if den == 0 else num / den
+        if share > best:
+            best = share
+    return best
 
 
 def _index(container: Any, key: Any) -> Any:
