@@ -12,16 +12,21 @@ only rules every placement must obey and drops the rest, so its optimum is an up
 - a gang places 0 pods or between the pods it still needs for `minMember` and all its pending pods;
 - only jobs that `enqueue` admits can place pods: enqueue runs first, on the snapshot alone, so its
   verdicts are the same in every session under these rules (computed by an enqueue-only session);
-- a GPU job of allocate's first turns is placed when no choice of nodes can stop it (`_placed_first`):
+- a GPU job of allocate's first turns is placed when no choice of nodes can stop it (`_first_turns`):
   the first turn starts from the same state in every session, and a turn whose pods fit enough nodes
-  even with every earlier turn's pods added to each of them places the same pods in every session, so
-  the next turn starts from the same queue and job order too. Volcano's queue and job order (priority
-  first) are rules; without this the bound "places" more GPUs by leaving out a job that every session
-  must place first.
+  however the earlier turns' pods were spread places the same pods in every session, so the next turn
+  starts from the same queue and job order too. Volcano's queue and job order (priority first) are
+  rules; without this the bound "places" more GPUs by leaving out a job that every session must place
+  first;
+- with proportion's `within_deserved` and no evicting action, a queue's GPU pods stay within its
+  deserved share less what it holds at the start and what those first turns place in it before its
+  first GPU pod (`_queue_room`).
 
-Dropped (so the bound may be loose, never wrong): queue shares, capabilities and overuse, CPU pods competing for GPU nodes' cpu, task order and turns, preemption. The LP relaxation
-(fractional pods) is reported too; the gap is `1 - optimize / bound`, with the proven MILP optimum when
-HiGHS finishes within `--time-limit` and its dual bound (still an upper bound) when it does not.
+Dropped (so the bound may be loose, never wrong): capabilities and overuse, CPU pods placed after the
+first turns (competing for GPU nodes' cpu and for their queue's deserved share), later turns' order,
+preemption. The LP relaxation (fractional pods) is reported too; the gap is `1 - optimize / bound`, with
+the proven MILP optimum when HiGHS finishes within `--time-limit` and its dual bound (still an upper
+bound) when it does not.
 
 This module only measures; it asserts nothing (the issue's target is a gap <= 2% on S).
 """
@@ -33,7 +38,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -71,7 +76,9 @@ def gpu_bound(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, time_limit: 
     nodes = [n for n in state.nodes.values() if any(is_gpu_dim(d) and v > 0 for d, v in n.allocatable.items())]
     demands = _demands(state)
     # replayed on a session of its own: the replay places pods, the bound starts from the snapshot
-    forced = _placed_first(_after_enqueue(snapshot, policy).context) if "allocate" in policy.actions else set()
+    first = (_first_turns(_after_enqueue(snapshot, policy).context) if "allocate" in policy.actions
+             else FirstTurns(set(), {}))
+    forced = first.gpu_jobs
     free = {n.name: n.future_idle for n in nodes}
     n_jobs, n_nodes = len(demands), len(nodes)
     if not n_jobs or not n_nodes:
@@ -112,7 +119,7 @@ def gpu_bound(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, time_limit: 
             rows.append(row)
             lo.append(-np.inf)
             hi.append(float(free[node.name].get(dim, 0)))
-    for (queue, dim), room in _queue_room(opened, demands, policy.actions).items():
+    for (queue, dim), room in _queue_room(opened, demands, policy.actions, first.held).items():
         row = np.zeros(nv)
         for j, d in enumerate(demands):
             if state.jobs[d.job].queue is queue:
@@ -147,20 +154,35 @@ def _after_enqueue(snapshot: ClusterSnapshot, policy: CompiledPolicy) -> Session
     return run_session(snapshot, CompiledPolicy(actions, policy.tiers, source=policy.source), solver_budget_s=0)
 
 
-def _placed_first(ctx: ActionContext, *, max_turns: int = 64) -> set[str]:
-    """GPU jobs that every rule-abiding session places, from allocate's first turns (see the module
-    docstring); the turns are replayed on `ctx`, which they change.
+@dataclass(slots=True)
+class FirstTurns:
+    """What allocate's first turns do in every rule-abiding session (`_first_turns`)."""
+
+    gpu_jobs: set[str]  # GPU jobs they place
+    # queue name -> the requests of the other pods they place in that queue before its first GPU pod
+    held: dict[str, Resources]
+
+
+def _first_turns(ctx: ActionContext, *, max_turns: int = 256) -> FirstTurns:
+    """Allocate's first turns replayed on `ctx` (which they change) while each is robust (see the
+    module docstring).
 
     A turn is robust when its job's pending pods are alike and, of the nodes where one fits Idle and
     passes the predicates at the start, more than max(1, need) stay so whatever nodes the earlier turns'
-    pods took (`_blockable`): each pod then finds one the others left alone. Robust turns place the
+    pods took (`_blockable`, over the nodes those pods could reach and overfill: a pod goes only to a
+    node where it fitted at the start): each pod then finds one the others left alone. Robust turns place the
     same pods in every session (on different nodes, which no queue or job order reads), so the next
     turn starts from the same queue and job order; the replay stops at the first turn that is not."""
     rt = ctx.runtime
     queues, jobs_by_queue, worksheets = allocate.turn_queues(ctx)
     idle = {name: node.idle for name, node in ctx.state.nodes.items()}  # before any turn
     earlier, earlier_pods = ZERO, 0  # the pods the replayed turns placed: their sum and their number
-    forced: set[str] = set()
+    # node -> the most those pods could put there (all that could go: a pod goes only to a node where it
+    # fitted at the start), and the largest request of one of them, per dimension
+    reach: dict[str, Resources] = {}
+    largest: dict[str, dict[str, int]] = {}
+    out = FirstTurns(set(), {})
+    gpu_queues: set[str] = set()  # queues a replayed turn placed a GPU pod in
     for _turn in range(max_turns):
         if queues.empty():
             break
@@ -176,35 +198,48 @@ def _placed_first(ctx: ActionContext, *, max_turns: int = 64) -> set[str]:
             break
         request = pods[0].resreq
         fitting = [n for n in ctx.placement.feasible_nodes(pods[0], FitErrors()) if fits(request, idle[n.name])]
-        margins = [idle[n.name] - request for n in fitting]
-        if count > len(fitting) - _blockable(margins, earlier, earlier_pods):
+        # only where the earlier turns' pods could go, and could together exceed the room, can they block
+        margins = {n.name: idle[n.name] - request for n in fitting}
+        exposed = [(m, largest[name]) for name, m in margins.items() if not reach.get(name, ZERO).le(m)]
+        if count > len(fitting) - _blockable(exposed, earlier, earlier_pods):
             break
         stmt = ctx.statement()
         for task, node in zip(pods[:count], fitting):
             if not rt.allocatable(job.queue, task):
-                return forced
+                return out
             stmt.allocate(task, node.name)
         if not rt.job_ready(job):
-            return forced
+            return out
         stmt.commit()
         earlier, earlier_pods = earlier + request.times(count), earlier_pods + count
+        for node in fitting:
+            reach[node.name] = reach.get(node.name, ZERO) + request.times(count)
+            there = largest.setdefault(node.name, {})
+            for dim, amount in request.items():
+                there[dim] = max(there.get(dim, 0), amount)
         if gpus(request):
-            forced.add(job.key)
+            out.gpu_jobs.add(job.key)
+            gpu_queues.add(queue.name)
+        elif queue.name not in gpu_queues:
+            out.held[queue.name] = out.held.get(queue.name, ZERO) + request.times(count)
         for task in reversed(pods[count:]):
             tasks.push(task)
         if not tasks.empty():
             jobs.push(job)
         queues.push(queue)
-    return forced
+    return out
 
 
-def _queue_room(opened: SessionResult, demands: list[GangDemand], actions: Sequence[str]) -> dict[tuple[Any, str], int]:
+def _queue_room(opened: SessionResult, demands: list[GangDemand], actions: Sequence[str],
+                held: Mapping[str, Resources]) -> dict[tuple[Any, str], int]:
     """(queue, dimension) -> what the GPU pods a session places in the queue may add up to on that
     dimension, when the policy has proportion's `within_deserved` rule: a pod is placed only while its
     queue's allocation plus the pod stays within the queue's deserved share on every dimension it
     requests (but `pods`), and allocations only grow (no action of the policy may evict), so at the
-    last GPU pod asking for d the queue's GPU pods sum to at most deserved - allocated at the start on d.
-    Empty for a policy without that rule or with preempt or reclaim."""
+    last GPU pod asking for d the queue holds at least what it held at the start, every GPU pod placed
+    in it, and the pods `held` says every session places in it before its first GPU pod: the GPU pods
+    sum to at most deserved less those two. Empty for a policy without that rule or with preempt or
+    reclaim."""
     rt = opened.context.runtime
     if {"preempt", "reclaim"} & set(actions) or not any(
             r.plugin == "proportion" and r.name == "within_deserved" for r in rt._rules("allocatable")):
@@ -213,29 +248,41 @@ def _queue_room(opened: SessionResult, demands: list[GangDemand], actions: Seque
     out: dict[tuple[Any, str], int] = {}
     for d in demands:
         queue = opened.state.jobs[d.job].queue
+        before = held.get(queue.name, ZERO)
         for dim in d.request:
             if dim != "pods":
-                out[(queue, dim)] = max(0, deserved[queue].get(dim, 0) - queue.allocated.get(dim, 0))
+                out[(queue, dim)] = max(0, deserved[queue].get(dim, 0) - queue.allocated.get(dim, 0)
+                                        - before.get(dim, 0))
     return out
 
 
-def _blockable(margins: list[Resources], placed: Resources, pods: int) -> int:
-    """At most how many nodes, each with room `margins[i]` left after one more pod, the `pods` pods
-    summing to `placed` can fill past that room, however they are spread. A node is filled past its
-    room in some dimension d only by pods summing to more than its margin in d there, and the pods on
-    different nodes are different pods: so at most, per dimension, as many nodes as the smallest
-    margins (+1) that `placed` covers, summed over dimensions, and never more nodes than pods."""
-    total = 0
+def _blockable(nodes: list[tuple[Resources, Mapping[str, int]]], placed: Resources, pods: int) -> int:
+    """At most how many of `nodes` — each (room left after one more pod, the largest request of a pod
+    that could go there) — the `pods` pods summing to `placed` can fill past that room, however they
+    are spread. A node is filled past its room in some dimension d only by pods summing to more than
+    its margin in d there, and the pods on different nodes are different pods. So, per dimension, no
+    more nodes than the smallest margins (+1) that `placed` covers, summed over dimensions; and no more
+    nodes than the cheapest ones whose pod counts (the fewest pods that exceed the node's margin in
+    some dimension, each pod at most the largest there) add up to at most `pods`."""
+    by_sum = 0
     for dim, amount in placed.items():
         if amount <= 0:
             continue
         left = amount
-        for need in sorted(m.get(dim, 0) + 1 for m in margins):
+        for need in sorted(margin.get(dim, 0) + 1 for margin, _largest in nodes):
             if need > left:
                 break
             left -= need
-            total += 1
-    return min(total, pods, len(margins))
+            by_sum += 1
+    costs = sorted(min((-(-(margin.get(dim, 0) + 1) // size) for dim, size in largest.items() if size > 0),
+                       default=pods + 1) for margin, largest in nodes)
+    by_count, spent = 0, 0
+    for cost in costs:
+        if spent + max(1, cost) > pods:
+            break
+        spent += max(1, cost)
+        by_count += 1
+    return min(by_sum, by_count, pods, len(nodes))
 
 
 def _demands(state: SessionState) -> list[GangDemand]:

@@ -25,7 +25,8 @@ def test_no_session_places_more_gpus_than_the_bound(workload: str, seed: int) ->
 @given(st.lists(st.integers(0, 4), min_size=1, max_size=4), st.lists(st.integers(1, 3), min_size=0, max_size=5))
 def test_blockable_never_undercounts_what_pods_can_fill(margins: list[int], pods: list[int]) -> None:
     """Every way of spreading the pods over the nodes fills at most `_blockable` of them past their room."""
-    rooms = [Resources({"cpu": m}) for m in margins]
+    largest = {"cpu": max(pods, default=0)}
+    rooms = [(Resources({"cpu": m}), largest) for m in margins]
     placed = Resources({"cpu": sum(pods)})
     worst = 0
     for spread in itertools.product(range(len(margins)), repeat=len(pods)):
