@@ -46,6 +46,18 @@ def _compiled(path: Path, codegen: bool, monkeypatch: pytest.MonkeyPatch, *, tex
         return compile_module(module, settings)
 
 
+def _generated_and_reference(name: str, text: str, callback: str, rule_name: str) -> tuple[CompiledRule, CompiledRule]:
+    """One rule of a module given as text, compiled with generated code and without (the reference)."""
+    patch = pytest.MonkeyPatch()
+    try:
+        fast, ref = (_compiled(Path(name), codegen, patch, text=text) for codegen in (True, False))
+    finally:
+        patch.undo()
+    rule = next(r for r in fast.rules[callback] if r.name == rule_name)
+    assert rule.fn.__code__.co_filename == "<vpolicy-generated>"
+    return rule, next(r for r in ref.rules[callback] if r.name == rule_name)
+
+
 def _node_rules(module: CompiledModule) -> list[CompiledRule]:
     return [r for cb in ("predicate", "node_order") for r in module.rules.get(cb, [])]
 
@@ -161,14 +173,7 @@ def _node(*, tasks: tuple[str, ...] = (), pod_count: int = 1, max_pods: int = 1,
 ])
 def test_generated_python_answers_as_the_reference_where_a_rewrite_could_differ(
         rule_name: str, node: SimpleNamespace, expected: object) -> None:
-    patch = pytest.MonkeyPatch()
-    try:
-        fast, ref = (_compiled(Path("<edge_cases>"), codegen, patch, text=EDGE_CASES) for codegen in (True, False))
-    finally:
-        patch.undo()
-    rule = next(r for r in fast.rules["node_order"] if r.name == rule_name)
-    ref_rule = next(r for r in ref.rules["node_order"] if r.name == rule_name)
-    assert rule.fn.__code__.co_filename == "<vpolicy-generated>"
+    rule, ref_rule = _generated_and_reference("<edge_cases>", EDGE_CASES, "node_order", rule_name)
     got, want = rule.call({}, None, node), ref_rule.call({}, None, node)
     assert (got, type(got)) == (want, type(want)) == (expected, type(expected))
 
@@ -200,14 +205,7 @@ def _candidate(priority: int, *task_priorities: int) -> SimpleNamespace:
 ])
 def test_generated_select_answers_as_the_reference_where_a_lambda_keeps_a_local(
         rule_name: str, candidates: list[SimpleNamespace], chosen: list[int]) -> None:
-    patch = pytest.MonkeyPatch()
-    try:
-        fast, ref = (_compiled(Path("<select_cases>"), codegen, patch, text=SELECT_CASES) for codegen in (True, False))
-    finally:
-        patch.undo()
-    rule = next(r for r in fast.rules["preemptable"] if r.name == rule_name)
-    ref_rule = next(r for r in ref.rules["preemptable"] if r.name == rule_name)
-    assert rule.fn.__code__.co_filename == "<vpolicy-generated>"
+    rule, ref_rule = _generated_and_reference("<select_cases>", SELECT_CASES, "preemptable", rule_name)
     got, want = rule.call({}, None, candidates), ref_rule.call({}, None, candidates)
     assert [candidates.index(c) for c in got] == [candidates.index(c) for c in want] == chosen
 
