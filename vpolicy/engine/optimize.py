@@ -64,13 +64,18 @@ class Packer:
     def __init__(self, arrays: NodeArrays):
         self.arrays = arrays
         self.gpu_cols = [i for d, i in arrays.index.items() if is_gpu_dim(d)]
+        self.gpu_nodes = (arrays.allocatable[:, self.gpu_cols] > 0).any(axis=1) if self.gpu_cols else None
+        self._reaches_gpus: dict[int, tuple[np.ndarray, bool]] = {}  # id(reach) -> (reach, any GPU node)
 
-    def __call__(self, task: TaskInfo, group: np.ndarray, scores: np.ndarray, idle: bool) -> int:
+    def __call__(self, task: TaskInfo, group: np.ndarray, scores: np.ndarray, idle: bool,
+                 reach: np.ndarray | None = None) -> int:
         """The row of the node to use among the nodes `group` marks (a mask over every node); `scores`
         holds the policy's score per node (read on the group only); `idle` says the group fits Idle now
-        (else FutureIdle). Masks over whole columns, not index lists: with no sampling the group is most
-        of the cluster, and gathering it row by row cost more than the choice."""
-        if self.gpu_cols:
+        (else FutureIdle); `reach`, when given, marks every node the task's class could ever use (its
+        static predicates), so a CPU task that can reach no GPU node skips the GPU check. Masks over
+        whole columns, not index lists: with no sampling the group is most of the cluster, and gathering
+        it row by row cost more than the choice."""
+        if self.gpu_cols and (gpus(task.resreq) or self._reaches_gpu_nodes(reach)):
             available = self.arrays.idle_now if idle else self.arrays.future
             cols = self.gpu_cols
             free = available[:, cols[0]] if len(cols) == 1 else available[:, cols].sum(axis=1)
@@ -84,6 +89,14 @@ class Packer:
                 if no_gpu.any():
                     group = no_gpu
         return int(np.where(group, scores, -np.inf).argmax())
+
+    def _reaches_gpu_nodes(self, reach: np.ndarray | None) -> bool:
+        if reach is None or self.gpu_nodes is None:
+            return True
+        kept = self._reaches_gpus.get(id(reach))
+        if kept is None or kept[0] is not reach:
+            kept = self._reaches_gpus[id(reach)] = (reach, bool((reach & self.gpu_nodes).any()))
+        return kept[1]
 
 
 # victims -----------------------------------------------------------------------------------------

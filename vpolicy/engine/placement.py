@@ -181,7 +181,7 @@ class Placement:
         self._cpu_mem = [self.arrays.index[d] for d in (CPU, MEMORY) if d in self.arrays.index]
         # optimize mode (engine.optimize.configure): search every feasible node, choose with `pack`
         self.sample = True
-        self.pack: Callable[[TaskInfo, np.ndarray, np.ndarray, bool], int] | None = None
+        self.pack: Callable[[TaskInfo, np.ndarray, np.ndarray, bool, np.ndarray | None], int] | None = None
 
     # batches --------------------------------------------------------------------------------------
     def _batch(self, rows: np.ndarray) -> NodeBatch:
@@ -500,7 +500,7 @@ class Placement:
         return self.node_list[int(group[int(np.argmax(scores))])], bool(len(idle_rows))
 
     def _packed_row(self, task: TaskInfo, view: _ClassView, rows: np.ndarray,
-                    pack: Callable[[TaskInfo, np.ndarray, np.ndarray, bool], int]) -> tuple[NodeInfo, bool]:
+                    pack: Callable[[TaskInfo, np.ndarray, np.ndarray, bool, np.ndarray | None], int]) -> tuple[NodeInfo, bool]:
         """`best_row` in optimize mode: the same Idle-else-FutureIdle group, chosen by `pack` over
         whole-node masks (with no sampling `rows` is the view's own feasible set, its mask at hand)."""
         if rows is view.found:
@@ -517,7 +517,7 @@ class Placement:
             scores = np.zeros(len(self.node_list))
             members = np.flatnonzero(group)
             scores[members] = self._scores_rows(task, members)
-        return self.node_list[pack(task, group, scores, idle)], idle
+        return self.node_list[pack(task, group, scores, idle, view.static_mask)], idle
 
     def ordered_by_score(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
         if not nodes:
