@@ -144,9 +144,10 @@ class _ClassView:
     # the score rules in combination order: a static rule's score on every node, or None (node usage:
     # computed per row); rules that always score 0 are left out (adding 0.0 changes no sum)
     parts: list[tuple[CompiledRule, np.ndarray | None]]
-    cols: list[int]
-    request: np.ndarray
-    wants: list[tuple[int, float]]  # (column, request) of `cols`, for the one-row check
+    # the request on the columns Volcano compares (cpu, memory and each requested resource) and -inf on
+    # every other: a row of Idle or FutureIdle is >= it exactly where the class fits it
+    needs: np.ndarray
+    wants: list[tuple[int, float]]  # (column, request) of those columns, for the one-row check
     unknown: bool
     feasible: np.ndarray
     fits_idle: np.ndarray
@@ -351,7 +352,9 @@ class Placement:
         static_mask = self._static_mask(task) if self._static_predicates else None
         parts = self._score_parts(task)
         wants = [(j, float(request[j])) for j in cols]
-        view = _ClassView(task, static_mask, parts or [], cols, request, wants, unknown, np.zeros(n, dtype=bool),
+        needs = np.full(len(a.dims), -np.inf)
+        needs[cols] = request[cols]
+        view = _ClassView(task, static_mask, parts or [], needs, wants, unknown, np.zeros(n, dtype=bool),
                           np.zeros(n, dtype=bool), None if parts is None else np.zeros(n), len(a.changed))
         self._refresh_rows(view, self._all_rows)
         return view
@@ -377,9 +380,9 @@ class Placement:
         """Recompute the view on `rows` with the batched rules (the first build: every row)."""
         if view.unknown:
             return
-        task, a, c = view.task, self.arrays, view.cols
-        view.fits_idle[rows] = np.all(a.idle_now[np.ix_(rows, c)] >= view.request[c], axis=1)
-        ok = np.all(a.future[np.ix_(rows, c)] >= view.request[c], axis=1)
+        task, a = view.task, self.arrays
+        view.fits_idle[rows] = (a.idle_now[rows] >= view.needs).all(axis=1)
+        ok = (a.future[rows] >= view.needs).all(axis=1)
         if view.static_mask is not None:
             ok &= view.static_mask[rows]
         batch = self._batch(rows)
