@@ -50,8 +50,9 @@ def run(ctx: ActionContext) -> None:
                 preemptor = tasks[job.key].pop()
 
                 def other_job_same_queue(t: TaskInfo, job: JobInfo = job, p: TaskInfo = preemptor) -> bool:
-                    return (_evictable(t, p) and t.job is not None and t.job.queue is job.queue
-                            and t.job is not job)
+                    # identity tests first: most tasks on a node belong to other queues
+                    return (t.job is not None and t.job.queue is job.queue and t.job is not job
+                            and _evictable(t, p))
                 if preempt_one(ctx, stmt, preemptor, other_job_same_queue, memo="other-jobs"):
                     assigned = True
             if rt.job_pipelined(job):
