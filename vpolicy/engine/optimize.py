@@ -49,12 +49,24 @@ def check_mode(mode: str) -> str:
 
 def is_gpu_dim(name: str) -> bool:
     """Whole-GPU resources: `nvidia.com/gpu`, `amd.com/gpu`, Volcano's `volcano.sh/gpu-number`."""
-    return name.endswith("/gpu") or name == "gpu" or name.endswith("gpu-number")
+    known = _GPU_DIMS.get(name)
+    if known is None:
+        known = _GPU_DIMS[name] = name.endswith("/gpu") or name == "gpu" or name.endswith("gpu-number")
+    return known
+
+
+# resource name -> is_gpu_dim: a cluster has a handful of names, and the victim search asks for every
+# candidate of every node it weighs
+_GPU_DIMS: dict[str, bool] = {}
 
 
 def gpus(res: Resources) -> int:
     """Whole GPUs a request asks for (resources hold milli-units, so 1000 per GPU)."""
-    return sum(v for k, v in res.items() if is_gpu_dim(k)) // 1000
+    total = 0
+    for name, value in res.items():
+        if is_gpu_dim(name):
+            total += value
+    return total // 1000
 
 
 # placement ---------------------------------------------------------------------------------------
