@@ -22,6 +22,7 @@ _PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 def run(ctx: ActionContext) -> None:
     ctx.forget_node_memos()
     rt = ctx.runtime
+    hosts = _preemptable_hosts(ctx)
     queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
     preemptors: dict[str, PriorityQueue[JobInfo]] = {}
     tasks: dict[str, Queue[TaskInfo]] = {}
@@ -53,7 +54,8 @@ def run(ctx: ActionContext) -> None:
                     # identity tests first: most tasks on a node belong to other queues
                     return (t.job is not None and t.job.queue is job.queue and t.job is not job
                             and _evictable(t, p))
-                if preempt_one(ctx, stmt, preemptor, other_job_same_queue, memo="other-jobs"):
+                if preempt_one(ctx, stmt, preemptor, other_job_same_queue, memo="other-jobs",
+                               hosts=hosts.get(queue.name, frozenset())):
                     assigned = True
             if rt.job_pipelined(job):
                 stmt.commit()
@@ -73,10 +75,23 @@ def run(ctx: ActionContext) -> None:
 
                 def same_job(t: TaskInfo, job: JobInfo = job, p: TaskInfo = preemptor) -> bool:
                     return _evictable(t, p) and t.job is job
-                assigned = preempt_one(ctx, stmt, preemptor, same_job, memo="same-job")
+                assigned = preempt_one(ctx, stmt, preemptor, same_job, memo="same-job",
+                                       hosts=hosts.get(job.queue.name, frozenset()))
                 stmt.commit()
                 if not assigned:
                     break
+
+
+def _preemptable_hosts(ctx: ActionContext) -> dict[str, frozenset[str]]:
+    """Queue name -> the nodes where it runs something preemptable as the action starts. Within the
+    action tasks only stop running (evicted; a discard puts them back where they were), so no other node
+    can ever offer one of the queue's tasks as a victim: the node walk skips them unscanned."""
+    hosts: dict[str, set[str]] = {}
+    for job in ctx.state.jobs.values():
+        for task in job.tasks:
+            if task.node_name and task.status in _PREEMPTABLE_STATUSES:
+                hosts.setdefault(job.queue.name, set()).add(task.node_name)
+    return {name: frozenset(nodes) for name, nodes in hosts.items()}
 
 
 def _evictable(task: TaskInfo, preemptor: TaskInfo) -> bool:
@@ -86,27 +101,30 @@ def _evictable(task: TaskInfo, preemptor: TaskInfo) -> bool:
     return not (preemptor.best_effort and not task.best_effort)
 
 
-def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, *, memo: str) -> bool:  # type: ignore[no-untyped-def]  # reason: predicate closure
+def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, *, memo: str,  # type: ignore[no-untyped-def]  # reason: predicate closure
+                hosts: frozenset[str]) -> bool:
     """Evict for one task on the best node that works; `memo` names the victim filter `keep`, so a
     failure is remembered for the task's identical siblings until the session state changes, and each
-    node's candidates are kept for them until that node changes."""
+    node's candidates are kept for them until that node changes; only `hosts` can hold a victim."""
     if preemptor.pod.preemption_policy == "Never" or preemptor.job is None:
         return False
     key = ("preempt", memo, preemptor.job.key, task_key(preemptor, SPEC_READS))
     if ctx.eviction_failed_before(key):
         return False
-    done = _preempt_one(ctx, stmt, preemptor, keep, key)
+    done = _preempt_one(ctx, stmt, preemptor, keep, key, hosts)
     if not done:
         ctx.remember_eviction_failure(key)
     return done
 
 
 def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,  # type: ignore[no-untyped-def]  # reason: predicate closure
-                 kind: tuple[object, ...]) -> bool:
+                 kind: tuple[object, ...], hosts: frozenset[str]) -> bool:
     rt = ctx.runtime
     assert preemptor.job is not None
     queue = preemptor.job.queue
-    nodes = ctx.placement.ordered_by_score(preemptor, ctx.placement.preempt_nodes(preemptor))
+    # scored over every node first: a normalised score depends on the set it is computed over
+    nodes = [n for n in ctx.placement.ordered_by_score(preemptor, ctx.placement.preempt_nodes(preemptor))
+             if n.name in hosts]
     if ctx.optimize:
         done = optimize.evict_cheapest(ctx, stmt, preemptor, nodes, callback="preemptable", keep=keep,
                                        action="preempt", fits=lambda n: _fits(ctx, queue, preemptor, n),
