@@ -222,35 +222,21 @@ class VictimChoice:
 
 
 Bound = tuple[Cost, list[TaskInfo]] | None
-# node name -> (the node's version in the session's node arrays, its bound at that version)
-BoundMemo = dict[str, tuple[int, Bound]]
 
 
-def cheapest_choices(preemptor: TaskInfo, nodes: Sequence[NodeInfo],
-                     candidates_of: Callable[[NodeInfo], list[TaskInfo]],
-                     victims_of: Callable[[NodeInfo, list[TaskInfo]], list[TaskInfo]],
-                     *, version_of: Callable[[NodeInfo], int] | None = None,
-                     memo: BoundMemo | None = None) -> list[VictimChoice] | None:
+def cheapest_choices(preemptor: TaskInfo, nodes: Sequence[NodeInfo], bound_of: Callable[[NodeInfo], Bound],
+                     victims_of: Callable[[NodeInfo, list[TaskInfo]], list[TaskInfo]]) -> list[VictimChoice] | None:
     """The cheapest sufficient victim set on the best node, then on any node that ties with it or was
     searched on the way; cheapest first. None when a search ran out of budget on a node that could
     hold the preemptor (the caller then keeps Volcano's choice).
 
     Victims are a subset of the candidates, so the cheapest set over a node's candidates bounds its
-    cost from below without calling the policy's victim rules: nodes are visited by that bound and the
-    visit stops once the bound exceeds the best set found (branch and bound across nodes). A node's
-    bound depends on that node alone (its tasks and FutureIdle, and what `candidates_of` accepts), so
-    with `memo` and `version_of` it is kept per node version and recomputed only where a node changed:
-    a gang's identical preemptors otherwise search every node again for each sibling."""
+    cost from below without calling the policy's victim rules: nodes are visited by that bound
+    (`bound_of`, see `node_bound`) and the visit stops once the bound exceeds the best set found
+    (branch and bound across nodes)."""
     bounded: list[tuple[Cost, int, NodeInfo, list[TaskInfo]]] = []
     for rank, node in enumerate(nodes):
-        if memo is None or version_of is None:
-            lowest = _bound(preemptor, node, candidates_of)
-        else:
-            version = version_of(node)
-            kept = memo.get(node.name)
-            if kept is None or kept[0] != version:
-                kept = memo[node.name] = (version, _bound(preemptor, node, candidates_of))
-            lowest = kept[1]
+        lowest = bound_of(node)
         if lowest is not None:
             bounded.append((lowest[0], rank, node, lowest[1]))
     bounded.sort(key=lambda b: (b[0], b[1]))
@@ -274,11 +260,11 @@ def cheapest_choices(preemptor: TaskInfo, nodes: Sequence[NodeInfo],
     return out
 
 
-def _bound(preemptor: TaskInfo, node: NodeInfo, candidates_of: Callable[[NodeInfo], list[TaskInfo]]) -> Bound:
+def node_bound(preemptor: TaskInfo, node: NodeInfo, candidates: list[TaskInfo]) -> Bound:
     """The cost of the cheapest sufficient set among the node's candidates (a lower bound for the
     victims the rules allow there) with those candidates; zero when the search ran out but the
-    candidates could free enough (no bound known); None when the node cannot help."""
-    candidates = candidates_of(node)
+    candidates could free enough (no bound known); None when the node cannot help. It depends on the
+    node alone (its tasks and FutureIdle, and the candidate filter)."""
     if not candidates:
         return None
     cheapest = cheapest_subset(preemptor.resreq, node.future_idle, candidates)
@@ -311,23 +297,21 @@ def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo,
     and kept only when `fits(node)` — the action's own final check — then holds. True: placed
     (pipelined, merged into `stmt`); False: no node can hold it; None: undecided here, the caller runs
     Volcano's greedy choice instead. `kind` names the preemptor's class and `keep` (same spec, same
-    job, same filter): per-node bounds are kept for its siblings (`cheapest_choices`)."""
-    from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims
+    job, same filter): each node's bound is kept for its siblings until the node changes."""
+    from vpolicy.engine.actions.evict_common import ordered_victims, useful_candidates
 
     rules: dict[str, str] = {}
 
-    def candidates(node: NodeInfo) -> list[TaskInfo]:
-        found = candidates_on(node, keep)
-        return found if found and fits_with(found, preemptor, node) else []
+    def bound(node: NodeInfo) -> Bound:
+        return node_bound(preemptor, node, useful_candidates(ctx, node, keep, preemptor, kind))
 
     def allowed(node: NodeInfo, found: list[TaskInfo]) -> list[TaskInfo]:
         victims, rule = ctx.runtime.victims(callback, preemptor, found)
         rules[node.name] = rule.label.location if rule else ""
         return victims
 
-    arrays = ctx.placement.arrays
-    choices = cheapest_choices(preemptor, nodes, candidates, allowed, memo=ctx.node_memo(ctx.victim_bounds, kind),
-                               version_of=lambda node: int(arrays.version[arrays.row[node.name]]))
+    choices = cheapest_choices(preemptor, nodes, lambda node: ctx.kept_per_node(ctx.victim_bounds, kind, node, bound),
+                               allowed)
     if choices is None or preemptor.job is None:
         return None
     if not choices:

@@ -2,16 +2,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from vpolicy.engine.placement import FitErrors, Placement
 from vpolicy.engine.runtime import Runtime
-from vpolicy.engine.state import JobInfo, SessionState, TaskInfo
+from vpolicy.engine.state import JobInfo, NodeInfo, SessionState, TaskInfo
 from vpolicy.engine.statement import Outcome, Statement
 from vpolicy.model.snapshot import PodGroupPhase, TaskStatus
 
 
-_NODE_MEMO_KINDS = 4  # preemptor kinds whose per-node answers are kept (see ActionContext.node_memo)
+_NODE_MEMO_KINDS = 4  # preemptor kinds whose per-node answers are kept (see ActionContext.kept_per_node)
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -30,7 +31,7 @@ class ActionContext:
     eviction_failures: dict[tuple[object, ...], int] = field(default_factory=dict)
     # (action, job, task spec) -> node -> (node version, what is kept there for such a preemptor): its
     # candidates that could free room (`evict_common.useful_candidates`), and in optimize mode the
-    # cheapest-victims bound (`optimize.cheapest_choices`)
+    # cheapest-victims bound (`optimize.node_bound`)
     node_candidates: dict[tuple[object, ...], dict[str, tuple[int, list[TaskInfo]]]] = field(default_factory=dict)
     victim_bounds: dict[tuple[object, ...], dict[str, tuple[int, Any]]] = field(default_factory=dict)
 
@@ -40,8 +41,10 @@ class ActionContext:
     def remember_eviction_failure(self, key: tuple[object, ...]) -> None:
         self.eviction_failures[key] = self.state.version
 
-    def node_memo(self, table: dict[tuple[object, ...], dict[str, Any]], kind: tuple[object, ...]) -> dict[str, Any]:
-        """`kind`'s per-node answers in `table` (`node_candidates` or `victim_bounds`). Siblings come one
+    def kept_per_node(self, table: dict[tuple[object, ...], dict[str, tuple[int, T]]], kind: tuple[object, ...],
+                      node: NodeInfo, compute: Callable[[NodeInfo], T]) -> T:
+        """`compute(node)` for a preemptor of `kind`, kept in `table` (`node_candidates` or
+        `victim_bounds`) until the node changes (its version in the node arrays). Siblings come one
         after another (a job's preemptors are tried in a row), so only the last few kinds are kept:
         one per node per kind for every job of an L cluster took gigabytes."""
         memo = table.get(kind)
@@ -49,7 +52,12 @@ class ActionContext:
             while len(table) >= _NODE_MEMO_KINDS:
                 del table[next(iter(table))]
             memo = table[kind] = {}
-        return memo
+        arrays = self.placement.arrays
+        version = int(arrays.version[arrays.row[node.name]])
+        kept = memo.get(node.name)
+        if kept is None or kept[0] != version:
+            kept = memo[node.name] = (version, compute(node))
+        return kept[1]
 
     def forget_node_memos(self) -> None:
         """Start an evicting action with no per-node answers kept: node versions follow every usage

@@ -48,11 +48,7 @@ def useful_candidates(ctx: ActionContext, node: NodeInfo, keep: Callable[[TaskIn
     """The node's candidates `keep` accepts, or none when even all of them would not free room for the
     preemptor (ValidateVictims on the whole set). Both depend on the node alone, so the answer is kept
     per node version for the preemptor's siblings: `kind` names its class and filter."""
-    arrays = ctx.placement.arrays
-    version = int(arrays.version[arrays.row[node.name]])
-    memo = ctx.node_memo(ctx.node_candidates, kind)
-    kept = memo.get(node.name)
-    if kept is None or kept[0] != version:
+    def useful(node: NodeInfo) -> list[TaskInfo]:
         found = candidates_on(node, keep)
-        kept = memo[node.name] = (version, found if found and fits_with(found, preemptor, node) else [])
-    return kept[1]
+        return found if found and fits_with(found, preemptor, node) else []
+    return ctx.kept_per_node(ctx.node_candidates, kind, node, useful)
