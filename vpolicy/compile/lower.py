@@ -309,15 +309,20 @@ def _generate(module: CompiledModule, fns: dict[str, Callable[..., Any]]) -> Non
         module.rules[cb][i] = replace(rule, fn=ns[f"e_{cb}_{i}"], operand=ns.get(f"e_{cb}_{i}_operand", rule.operand))
 
 
+def is_comparison(term: ir.Term, params: tuple[str, ...]) -> bool:
+    """`compare(E(a), E(b))` or `compare(E(b), E(a))` for one expression E: a consistent order."""
+    if not (isinstance(term, ir.Apply) and term.func == "compare" and len(term.args) == 2 and len(params) == 2):
+        return False
+    return bool(ir.swap_vars(term.args[0], *params) == term.args[1])
+
+
 def order_operand(term: ir.Term, params: tuple[str, ...]) -> tuple[ir.Term, bool] | None:
     """(E over params[0], descending) when an order rule is `compare(E(a), E(b))` or `compare(E(b), E(a))`
     for one expression E that reads a single operand; None for any other form."""
-    if not (isinstance(term, ir.Apply) and term.func == "compare" and len(term.args) == 2 and len(params) == 2):
+    if not is_comparison(term, params):
         return None
     a, b = params
-    first, second = term.args
-    if ir.swap_vars(first, a, b) != second:
-        return None
+    first, second = term.args  # type: ignore[union-attr]  # reason: is_comparison checked it is an Apply
     free = ir.free_vars(first) & {a, b}
     if free == {a}:
         return first, False

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from vpolicy.compile import ir
 from vpolicy.compile.ir import Label
-from vpolicy.compile.lower import CompiledModule, CompiledRule, classify
+from vpolicy.compile.lower import CompiledModule, CompiledRule, classify, is_comparison
 from vpolicy.engine.heap import KeyedQueue, PriorityQueue, Queue, SortedQueue
 from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, SessionState, TaskInfo
 from vpolicy.lang.builtins import CALLBACKS, JOB
@@ -476,12 +476,7 @@ def _descending(value: Any) -> Any:
 
 
 def _is_comparison(rule: CompiledRule) -> bool:
-    """`compare(E(l), E(r))` or `compare(E(r), E(l))` for one expression E: a consistent order."""
-    t = rule.term
-    if not (isinstance(t, ir.Apply) and t.func == "compare" and len(t.args) == 2 and len(rule.params) == 2):
-        return False
-    l, r = rule.params
-    return ir.swap_vars(t.args[0], l, r) == t.args[1]
+    return is_comparison(rule.term, rule.params)
 
 
 def _attribute_compared(rule: CompiledRule) -> tuple[str, bool] | None:
