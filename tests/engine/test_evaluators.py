@@ -145,6 +145,8 @@ rule tenths: node_order(task, node) = sum(t in node.tasks where t.priority != 0:
 
 rule pods_around_priorities: node_order(task, node) =
     node.max_pods + sum(t in node.tasks: t.priority * t.priority) + node.max_pods
+
+rule int_or_float: node_order(task, node) = if node.max_pods > 0 then 1 else 1.0
 """
 
 
@@ -170,6 +172,7 @@ def _node(*, tasks: tuple[str, ...] = (), pod_count: int = 1, max_pods: int = 1,
     pytest.param("tenths", _node(tasks=("",)), 0, id="an-aggregate-filter-that-fails-skips-its-body"),
     pytest.param("pods_around_priorities", _node(tasks=("abc",)), 11,
                  id="a-comprehension-local-does-not-overwrite-the-function-local"),
+    pytest.param("int_or_float", _node(max_pods=0), 1.0, id="branches-1-and-1.0-are-not-folded-into-one"),
 ])
 def test_generated_python_answers_as_the_reference_where_a_rewrite_could_differ(
         rule_name: str, node: SimpleNamespace, expected: object) -> None:

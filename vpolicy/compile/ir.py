@@ -30,9 +30,23 @@ class Label:
         return self.span.short
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Const:
+    """A literal. Equal only to the same literal: `1`, `1.0` and `true` compare equal in Python, as do
+    `0.0` and `-0.0`, but folding `if c then 1 else 1.0` to `1` would turn a float rule's answer into an
+    int (and `x * -0.0` differs from `x * 0.0` in sign)."""
+
     value: Any
+
+    def _literal(self) -> tuple[type, Any]:
+        v = self.value
+        return (float, repr(v)) if isinstance(v, float) else (type(v), v)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Const) and self._literal() == other._literal()
+
+    def __hash__(self) -> int:
+        return hash(self._literal())
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +222,8 @@ def shape(t: object, expand: Callable[[SessionRef], object]) -> object:
         return ("let", t.name, expand(t))
     if isinstance(t, Apply) and t.func == "argument":
         return ("argument", object())
+    if isinstance(t, Const):
+        return ("Const", *t._literal())
     if isinstance(t, str):
         return t.split("#", 1)[0]
     if isinstance(t, tuple):

@@ -90,9 +90,8 @@ class TermKeys:
     """Numbers terms by structure: two terms get the same number exactly when they compute the same value
     the same way (hash-consing, so a key costs one dictionary look-up per node, once).
 
-    Term equality is not enough: `Const(1) == Const(1.0) == Const(True)` and `Const(0.0) == Const(-0.0)`,
-    yet `x + 1` and `x + 1.0` differ in type and `x * 0.0` and `x * -0.0` in sign. Constants that are not
-    plain literals are told apart by identity."""
+    Unlike term equality, constants that are not plain literals (values a module computed at compile
+    time) are told apart by identity, so the key never asks a value of unknown type for equality."""
 
     def __init__(self) -> None:
         self._numbers: dict[object, int] = {}  # structure -> number
