@@ -72,11 +72,16 @@ def modules() -> list[tuple[CompiledModule, CompiledModule]]:
         patch.undo()
 
 
-def test_every_shipped_node_rule_has_a_generated_batch_form(modules) -> None:  # type: ignore[no-untyped-def]
+def test_every_shipped_rule_has_its_generated_forms(modules) -> None:  # type: ignore[no-untyped-def]
     """Guards the speed of sessions: a rule that silently lost its fast form would still pass the rest."""
     slow = [f"{fast.name}.{r.name}" for fast, _ref in modules for r in _node_rules(fast)
             if r.vector is not None and r.vector.__code__.co_filename != "<vpolicy-vector>"]
     assert slow == []
+    # every rule of every callback runs as generated Python (a module the generator cannot compile
+    # falls back to the closure tree as a whole, silently)
+    closures = [f"{fast.name}.{r.name}" for fast, _ref in modules for rules in fast.rules.values() for r in rules
+                if getattr(r.fn, "__code__", None) is None or r.fn.__code__.co_filename != "<vpolicy-generated>"]
+    assert closures == []
     generated = [f"{ref.name}.{r.name}" for _fast, ref in modules for r in _node_rules(ref)
                  if getattr(r.fn, "__code__", None) is not None and r.fn.__code__.co_filename == "<vpolicy-generated>"]
     assert generated == []  # the reference forms are the closure tree
@@ -147,6 +152,11 @@ rule pods_around_priorities: node_order(task, node) =
     node.max_pods + sum(t in node.tasks: t.priority * t.priority) + node.max_pods
 
 rule int_or_float: node_order(task, node) = if node.max_pods > 0 then 1 else 1.0
+
+rule let_in_a_source: node_order(task, node) =
+    sum(t in (let ts = node.tasks in ts): t.priority + sum(u in (let us = node.tasks in us): u.priority))
+
+rule let_in_a_filter: node_order(task, node) = count(t in node.tasks where (let p = t.priority in p > 1))
 """
 
 
@@ -173,6 +183,8 @@ def _node(*, tasks: tuple[str, ...] = (), pod_count: int = 1, max_pods: int = 1,
     pytest.param("pods_around_priorities", _node(tasks=("abc",)), 11,
                  id="a-comprehension-local-does-not-overwrite-the-function-local"),
     pytest.param("int_or_float", _node(max_pods=0), 1.0, id="branches-1-and-1.0-are-not-folded-into-one"),
+    pytest.param("let_in_a_source", _node(tasks=("a", "abc")), 12, id="a-let-in-an-aggregate-source"),
+    pytest.param("let_in_a_filter", _node(tasks=("a", "ab", "abc")), 2, id="a-let-in-an-aggregate-filter"),
 ])
 def test_generated_python_answers_as_the_reference_where_a_rewrite_could_differ(
         rule_name: str, node: SimpleNamespace, expected: object) -> None:

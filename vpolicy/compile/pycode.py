@@ -21,7 +21,8 @@ scope of its own with its own locals (drf's victim rule computes `share(left - c
 candidate, not twice). A lambda's `:=` binds in the lambda; a comprehension's binds in the function or
 lambda around it, which is why every scope's locals carry a prefix of their own (`c_` for the function,
 `c1_`, `c2_`, ... for the scopes inside). Python forbids `:=` anywhere inside a comprehension's iterable,
-so an aggregate's source, and whatever is nested in it, shares nothing.
+so an aggregate's source, and whatever is nested in it, shares nothing, and a `let` there binds its
+name as a lambda's parameter.
 """
 from __future__ import annotations
 
@@ -217,6 +218,8 @@ class Generator:
             self._known = after_then.meet(self._known)
             return f"({then} if {test} else {orelse})"
         if isinstance(t, ir.Bind):
+            if not self._may_assign:  # in a comprehension's iterable `:=` is a syntax error: a lambda binds
+                return f"(lambda {_ident(t.name)}: {self.expr(t.body)})({self.expr(t.value)})"
             return f"(({_ident(t.name)} := {self.expr(t.value)}), {self.expr(t.body)})[1]"
         if isinstance(t, ir.Agg):
             return self._agg(t)
