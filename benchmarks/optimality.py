@@ -242,7 +242,7 @@ def _queue_room(opened: SessionResult, demands: list[GangDemand], actions: Seque
     reclaim."""
     rt = opened.context.runtime
     if {"preempt", "reclaim"} & set(actions) or not any(
-            r.plugin == "proportion" and r.name == "within_deserved" for r in rt._rules("allocatable")):
+            r.plugin == "proportion" and r.name == "within_deserved" for r in rt.rules("allocatable")):
         return {}
     deserved = rt.env["$session"][("proportion", "deserved")]
     out: dict[tuple[Any, str], int] = {}

@@ -42,9 +42,9 @@ def check_unplaced_gangs(state: SessionState, runtime: Runtime, backend: Z3Backe
     always gets the same answers); `budget_s` is only a wall-clock backstop."""
     verdicts: list[Verdict] = []
     deadline = time.perf_counter() + max(budget_s, 1.0)
-    gang_rule = next((r for r in runtime._rules("job_ready")), None)
+    gang_rule = next((r for r in runtime.rules("job_ready")), None)
     gang_label = gang_rule.label if gang_rule else ir.Label("engine.min-available", _BUILTIN)
-    pred_rule = next((r for r in runtime._rules("predicate")), None)
+    pred_rule = next((r for r in runtime.rules("predicate")), None)
     pred_label = pred_rule.label if pred_rule else ir.Label("engine.predicates", _BUILTIN)
     node_groups = _node_groups(list(state.nodes.values()))
     if len(node_groups) > MAX_NODE_CLASSES:

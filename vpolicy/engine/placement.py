@@ -162,12 +162,12 @@ class Placement:
         self.state = state
         self.arrays = state.arrays
         self.node_list = list(state.nodes.values())
-        self.predicates = runtime._rules("predicate")
+        self.predicates = runtime.rules("predicate")
         self._static_predicates = [r for r in self.predicates if r.depends == "static"]
         self._dynamic_predicates = [r for r in self.predicates if r.depends != "static"]
         self._static_reads = frozenset().union(*(r.reads for r in self._static_predicates))
         self._static_masks: dict[tuple[Any, ...], np.ndarray] = {}
-        self.score_rules = runtime._rules("node_order")
+        self.score_rules = runtime.rules("node_order")
         self._static: dict[tuple[Any, ...], np.ndarray] = {}
         self._cached: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
         self._views: dict[tuple[Any, ...], _ClassView] = {}

@@ -126,7 +126,9 @@ class Runtime:
     def has(self, callback: str) -> bool:
         return any(self._by_callback[callback])
 
-    def _rules(self, callback: str) -> list[CompiledRule]:
+    def rules(self, callback: str) -> list[CompiledRule]:
+        """Every enabled rule of `callback` in combination order (tiers, then plugins): for callers that
+        need each rule's own answer (explanations, feasibility, bounds), not the combined vote."""
         return self._flat[callback]
 
     def _flatten(self) -> None:
@@ -262,7 +264,7 @@ class Runtime:
         return default_task_before(l, r)
 
     def victim_queue_before(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> bool:
-        for rule in self._rules("victim_queue_order"):
+        for rule in self.rules("victim_queue_order"):
             v = self._call(rule, l, r, preemptor)
             if v:
                 return v < 0
@@ -270,7 +272,7 @@ class Runtime:
 
     # job-level predicates --------------------------------------------------------------------------
     def job_valid(self, job: JobInfo) -> JobInvalid | None:
-        for rule in self._rules("job_valid"):
+        for rule in self.rules("job_valid"):
             if not self._call(rule, job):
                 reason = rule.reason(self.env) if rule.reason else rule.name
                 message = rule.message(self.env) if rule.message else reason
@@ -278,7 +280,7 @@ class Runtime:
         return None
 
     def _all(self, callback: str, *args: Any) -> bool:
-        return all(self._call(rule, *args) for rule in self._rules(callback))
+        return all(self._call(rule, *args) for rule in self.rules(callback))
 
     def job_ready(self, job: JobInfo) -> bool:
         return self._all("job_ready", job)
@@ -290,7 +292,7 @@ class Runtime:
         return self._all("preemptive", queue, task)
 
     def overused(self, queue: QueueInfo) -> bool:
-        return any(self._call(rule, queue) for rule in self._rules("overused"))
+        return any(self._call(rule, queue) for rule in self.rules("overused"))
 
     def _vote(self, callback: str, job: JobInfo) -> bool:
         for tier in self._by_callback[callback]:
@@ -320,7 +322,7 @@ class Runtime:
 
     # nodes -----------------------------------------------------------------------------------------
     def predicate(self, task: TaskInfo, node: NodeInfo) -> PredicateFailure | None:
-        for rule in self._rules("predicate"):
+        for rule in self.rules("predicate"):
             if not self._call(rule, task, node):
                 reason = rule.reason(self.env) if rule.reason else f"rule {rule.label.rule_id} failed"
                 return PredicateFailure(reason, rule.unresolvable, rule)

@@ -168,7 +168,7 @@ def _gates(result: SessionResult, job: JobInfo, kinds: dict[ir.Label, str]) -> l
         out.append(enc.Limit(label, 0))
     if job.phase == PodGroupPhase.PENDING.value and "enqueue" in ctx.actions:
         rejected = False
-        for rule in rt._rules("job_enqueueable"):  # reason: one label per rule, not the combined vote
+        for rule in rt.rules("job_enqueueable"):  # one label per rule, not the combined vote
             if rule.call(rt.env, job) < 0:
                 rejected = True
                 why = render.why_not(rule, _module_of(rt, rule), rt.env, job)
@@ -180,7 +180,7 @@ def _gates(result: SessionResult, job: JobInfo, kinds: dict[ir.Label, str]) -> l
             label = ir.Label("engine.not-enqueued", ENGINE, "podgroup is Pending: not enqueued in this session")
             kinds[label] = "enqueue"
             out.append(enc.Limit(label, 0))
-    for rule in rt._rules("overused"):
+    for rule in rt.rules("overused"):
         if rule.call(rt.env, job.queue):
             why = render.why_holds(rule, _module_of(rt, rule), rt.env, job.queue)
             label = _label(rule, f"queue {job.queue.name} is overused: {why}")
@@ -194,7 +194,7 @@ def _allowances(rt: Runtime, job: JobInfo, classes: list[enc.TaskClass], reps: l
     """Per allocatable rule and task class: how many more tasks of the class the queue takes."""
     out: list[enc.Limit] = []
     queue = job.queue
-    for rule in rt._rules("allocatable"):
+    for rule in rt.rules("allocatable"):
         for c, (tc, rep) in enumerate(zip(classes, reps)):
             saved = queue.allocated
             allowed, why = tc.count, ""
@@ -228,7 +228,7 @@ def _node_classes(rt: Runtime, nodes: list[NodeInfo], reps: list[TaskInfo],
         row = []
         for c, rep in enumerate(reps):
             failed = []
-            for rule in rt._rules("predicate"):  # reason: every failing rule, not only the first
+            for rule in rt.rules("predicate"):  # every failing rule, not only the first
                 if not rule.call(rt.env, rep, node):
                     failed.append(rule)
                     reasons[(rule.label.rule_id, id(node))] = rule.reason(rt.env) if rule.reason else rule.name
@@ -283,7 +283,7 @@ def _names(nodes: list[NodeInfo]) -> str:
 
 def _needs(rt: Runtime, job: JobInfo, classes: list[enc.TaskClass], target: TaskInfo | None,
            kinds: dict[ir.Label, str]) -> tuple[list[enc.Need], int]:
-    ready_rules = rt._rules("job_ready")
+    ready_rules = rt.rules("job_ready")
     out: list[enc.Need] = []
     need = job.min_available - job.ready_count - job.pipelined_count - job.pending_best_effort_count
     if ready_rules and need > 0:

@@ -155,7 +155,7 @@ def rule_scores(rt: Runtime, task: TaskInfo, nodes: list[NodeInfo]) -> list[Rule
     """Each `node_order` rule's share of a node's score, computed as `Placement.scores` does."""
     tiers = {id(r): i for i, tier in enumerate(rt.tiers, start=1) for p in tier for r in p.rules("node_order")}
     out = []
-    for rule in rt._rules("node_order"):  # reason: the runtime's rule order is the combination order
+    for rule in rt.rules("node_order"):
         raw = {n.name: float(rule.call(rt.env, task, n)) for n in nodes}
         values = rule_score(rule, np.array(list(raw.values()), dtype=float), rt.env)
         score = {name: float(v) for name, v in zip(raw, values)}
