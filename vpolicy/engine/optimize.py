@@ -14,10 +14,13 @@ when ready — and changes only which of the allowed choices is taken:
 - victims (`evict_cheapest`): on every candidate node the cheapest sufficient subset of the allowed
   victims is found by an exact branch-and-bound (fewest evicted GPU pods, then fewest GPUs, fewest
   pods, lowest priority, least runtime lost), and the node whose set is cheapest is used; a node where
-  the preemptor already fits FutureIdle (room released by earlier evictions) costs nothing and wins, as
-  long as it offers a victim at all (Volcano's ValidateVictims). A search that
-  runs out of its step budget, or a set the final fit check rejects, falls back to Volcano's greedy
-  choice: the budget never yields a wrong decision, only a less good one.
+  the preemptor already fits FutureIdle (room released by earlier evictions) costs nothing and wins,
+  victim or none (Volcano's ValidateVictims asks for none). A search that runs out of its step budget,
+  or a set the final fit check rejects, falls back to Volcano's greedy choice: the budget never yields
+  a wrong decision, only a less good one.
+- whole evicting actions (`never_worse`): preempt and reclaim run once as Volcano would and once with
+  the cheapest victims, and the optimize run is kept only when it places at least as much; cheapest
+  victims one preemptor at a time can leave less room for the next.
 
 This module decides nothing about feasibility (see `placement`, `runtime`) and applies evictions only
 through a `Statement`; the actions call it through one-line hooks when `ActionContext.mode` says so.
@@ -35,7 +38,7 @@ from vpolicy.model.resources import CPU, MEMORY, Resources
 if TYPE_CHECKING:
     from vpolicy.engine.actions.context import ActionContext
     from vpolicy.engine.placement import Placement
-    from vpolicy.engine.statement import Statement
+    from vpolicy.engine.statement import Operation, Statement
 
 MODES = ("volcano", "optimize")
 SEARCH_STEPS = 20_000  # branch-and-bound steps per node before falling back to the greedy victim order
@@ -244,9 +247,7 @@ def cheapest_choices(preemptor: TaskInfo, nodes: Sequence[NodeInfo], bound_of: C
     for low, rank, node, candidates in bounded:
         if out and low > out[0].cost:
             break
-        victims = victims_of(node, candidates)
-        if not victims:
-            continue
+        victims = victims_of(node, candidates) if candidates else []
         found = cheapest_subset(preemptor.resreq, node.future_idle, victims)
         if found is None:
             if _covers_with(preemptor.resreq, node.future_idle, victims):
@@ -254,18 +255,18 @@ def cheapest_choices(preemptor: TaskInfo, nodes: Sequence[NodeInfo], bound_of: C
             continue
         chosen, cost = found
         # an empty set is the cheapest of all: the preemptor already fits FutureIdle (resources released
-        # by earlier evictions); Volcano pipelines it there too when the node offers a victim at all
+        # by earlier evictions); Volcano pipelines it there too, victims or none (ValidateVictims)
         out.append(VictimChoice(node, chosen, cost, rank))
         out.sort(key=lambda c: (c.cost, c.rank))
     return out
 
 
-def node_bound(preemptor: TaskInfo, node: NodeInfo, candidates: list[TaskInfo]) -> Bound:
+def node_bound(preemptor: TaskInfo, node: NodeInfo, candidates: list[TaskInfo] | None) -> Bound:
     """The cost of the cheapest sufficient set among the node's candidates (a lower bound for the
     victims the rules allow there) with those candidates; zero when the search ran out but the
     candidates could free enough (no bound known); None when the node cannot help. It depends on the
     node alone (its tasks and FutureIdle, and the candidate filter)."""
-    if not candidates:
+    if candidates is None:
         return None
     cheapest = cheapest_subset(preemptor.resreq, node.future_idle, candidates)
     if cheapest is not None:
@@ -303,7 +304,8 @@ def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo,
     rules: dict[str, str] = {}
 
     def bound(node: NodeInfo) -> Bound:
-        return node_bound(preemptor, node, useful_candidates(ctx, node, keep, preemptor, kind))
+        return node_bound(preemptor, node, useful_candidates(ctx, node, keep, preemptor, kind,
+                                                             need_one=action == "reclaim"))
 
     def allowed(node: NodeInfo, found: list[TaskInfo]) -> list[TaskInfo]:
         victims, rule = ctx.runtime.victims(callback, preemptor, found)
@@ -326,6 +328,78 @@ def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo,
             return True
         local.discard()
     return None
+
+
+# whole actions -------------------------------------------------------------------------------------
+EVICTING_ACTIONS = frozenset({"preempt", "reclaim"})
+
+
+@dataclass(slots=True)
+class _Trial:
+    """One run of an action: the operations its statements committed, and where the outcome's lists
+    stood before it."""
+
+    journal: list["Operation"]
+    marks: tuple[int, int, int]
+
+    def merit(self) -> tuple[int, int, int, int]:
+        """GPUs placed, pods placed, then fewer evicted GPU pods, fewer evictions: higher is better."""
+        placed = [op.task for op in self.journal if op.kind != "evict"]
+        evicted = [op.task for op in self.journal if op.kind == "evict"]
+        return (sum(gpus(t.resreq) for t in placed), len(placed),
+                -sum(1 for t in evicted if gpus(t.resreq)), -len(evicted))
+
+
+def never_worse(ctx: "ActionContext", run: Callable[["ActionContext"], None]) -> None:
+    """Run an evicting action (preempt, reclaim) in optimize mode, never worse than Volcano's run of it.
+
+    The cheapest victims for each preemptor in turn are not the cheapest for the action: Volcano's
+    greedy order sometimes evicts a larger pod, and a later preemptor, of this job or another, takes
+    the room left over without evicting anything (ValidateVictims asks for no victim), so the greedy
+    run can place more. Volcano's run is taken first as the witness and undone, then the optimize run
+    is kept when its merit (`_Trial.merit`: GPUs placed, pods placed, fewer evicted GPU pods, fewer
+    evictions) is at least the witness's; otherwise it is undone and Volcano's run made again (the
+    same decisions: the engine is deterministic)."""
+    state = ctx.state
+    # a status change moves a task to the end of its node's list, and victims of equal order are taken
+    # in list order: an undo puts the lists back as they were, or Volcano's second run could differ
+    versions = state.arrays.version.copy()
+    lists = {name: list(node.tasks) for name, node in state.nodes.items()}
+    witness = _trial(ctx, run, "volcano")
+    _undo(ctx, witness, versions, lists)
+    tried = _trial(ctx, run, "optimize")
+    if tried.merit() < witness.merit():
+        _undo(ctx, tried, versions, lists)
+        _trial(ctx, run, "volcano")
+    ctx.mode = "optimize"
+
+
+def _trial(ctx: "ActionContext", run: Callable[["ActionContext"], None], mode: str) -> _Trial:
+    outcome = ctx.outcome
+    marks = (len(outcome.dispatched), len(outcome.pipelined), len(outcome.evicted))
+    outcome.journal, ctx.mode = [], mode
+    try:
+        run(ctx)
+        return _Trial(outcome.journal, marks)
+    finally:
+        outcome.journal = None
+
+
+def _undo(ctx: "ActionContext", trial: _Trial, versions: np.ndarray, lists: dict[str, list[TaskInfo]]) -> None:
+    """Every committed operation of the trial reverted, last first, the outcome as before it, and the
+    task lists of the nodes changed since `versions` as `lists` kept them."""
+    state = ctx.state
+    for op in reversed(trial.journal):
+        if op.kind == "evict":
+            op.task.evicted = False
+        state.set_status(op.task, op.prev_status, op.prev_node)
+    node_list = ctx.placement.node_list  # row i of the arrays
+    for row in np.flatnonzero(state.arrays.version != versions):
+        node = node_list[row]
+        node.tasks[:] = lists[node.name]
+    outcome = ctx.outcome
+    dispatched, pipelined, evicted = trial.marks
+    del outcome.dispatched[dispatched:], outcome.pipelined[pipelined:], outcome.evicted[evicted:]
 
 
 def configure(placement: "Placement") -> None:

@@ -459,6 +459,15 @@ class Placement:
             return []
         return self._feasible_scalar(task, FitErrors(), [node])
 
+    def fits_future(self, task: TaskInfo) -> np.ndarray:
+        """Per node row: the task's request fits the node's FutureIdle now (`fits`, on every row)."""
+        a = self.arrays
+        if a.unknown_dims(task.resreq):  # a resource no node column holds: ask each node
+            return np.array([fits(task.resreq, n.future_idle) for n in self.node_list], dtype=bool)
+        request = a.cached_vector(task.resreq)
+        cols = sorted({*self._cpu_mem, *(a.index[k] for k in task.resreq if k in a.index)})
+        return (a.future[:, cols] >= request[cols]).all(axis=1)
+
     def preempt_nodes(self, task: TaskInfo) -> list[NodeInfo]:
         """Nodes where evicting could help: a node is excluded only when its *first* failing predicate
         rule is `unresolvable` (the chain stops at the first failure, as Volcano's predicates do)."""

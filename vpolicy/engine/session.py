@@ -89,7 +89,10 @@ def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: floa
     timings: dict[str, dict[str, float]] = {}
     for name in policy.actions:
         t0 = time.perf_counter()
-        ACTIONS[name](ctx)
+        if ctx.optimize and name in optimize.EVICTING_ACTIONS:
+            optimize.never_worse(ctx, ACTIONS[name])
+        else:
+            ACTIONS[name](ctx)
         timings[name] = {"ms": round((time.perf_counter() - t0) * 1000, 3)}
     backend = Z3Backend()
     t0 = time.perf_counter()

@@ -32,6 +32,8 @@ class Outcome:
     dispatched: list[TaskInfo] = field(default_factory=list)
     pipelined: list[TaskInfo] = field(default_factory=list)
     evicted: list[Operation] = field(default_factory=list)
+    # every committed operation, in order, while an action is run on trial (`optimize.never_worse`)
+    journal: list[Operation] | None = None
 
 
 class Statement:
@@ -63,6 +65,8 @@ class Statement:
         self.ops = []
 
     def commit(self) -> None:
+        if self.outcome.journal is not None:
+            self.outcome.journal.extend(self.ops)
         for op in self.ops:
             if op.kind == "evict":
                 op.task.evicted = True

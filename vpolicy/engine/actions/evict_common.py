@@ -44,11 +44,16 @@ def fits_with(victims: list[TaskInfo], preemptor: TaskInfo, node: NodeInfo) -> b
 
 
 def useful_candidates(ctx: ActionContext, node: NodeInfo, keep: Callable[[TaskInfo], bool], preemptor: TaskInfo,
-                      kind: tuple[object, ...]) -> list[TaskInfo]:
-    """The node's candidates `keep` accepts, or none when even all of them would not free room for the
-    preemptor (ValidateVictims on the whole set). Both depend on the node alone, so the answer is kept
-    per node version for the preemptor's siblings: `kind` names its class and filter."""
-    def useful(node: NodeInfo) -> list[TaskInfo]:
+                      kind: tuple[object, ...], *, need_one: bool = False) -> list[TaskInfo] | None:
+    """The node's candidates `keep` accepts, or None when the node cannot help: even every candidate
+    would not free room for the preemptor (ValidateVictims on the whole set), or `need_one` (reclaim
+    skips a node without reclaimees) and there is none. No candidate at all is an answer: Volcano's
+    ValidateVictims no longer asks for a victim, so a preemptor takes room that earlier evictions freed
+    without evicting more. Both depend on the node alone, so the answer is kept per node version for
+    the preemptor's siblings: `kind` names its class and filter."""
+    def useful(node: NodeInfo) -> list[TaskInfo] | None:
         found = candidates_on(node, keep)
-        return found if found and fits_with(found, preemptor, node) else []
+        if need_one and not found:
+            return None
+        return found if fits_with(found, preemptor, node) else None
     return ctx.kept_per_node(ctx.node_candidates, kind, node, useful)

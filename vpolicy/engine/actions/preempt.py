@@ -66,8 +66,9 @@ def run(ctx: ActionContext) -> None:
                 jobs.push(job)
 
         for job in under_request:
-            if not any(t.status in _PREEMPTABLE_STATUSES for t in job.tasks):
-                continue  # nothing of its own to preempt: no node can offer a same-job victim
+            # with nothing of its own to preempt no node offers a same-job victim: only room will do
+            runs_own = any(t.status in _PREEMPTABLE_STATUSES for t in job.tasks)
+            own_hosts = hosts.get(job.queue.name, frozenset()) if runs_own else frozenset()
             own = rt.task_queue(ctx.pending_tasks(job))
             while not own.empty():
                 preemptor = own.pop()
@@ -75,8 +76,7 @@ def run(ctx: ActionContext) -> None:
 
                 def same_job(t: TaskInfo, job: JobInfo = job, p: TaskInfo = preemptor) -> bool:
                     return _evictable(t, p) and t.job is job
-                assigned = preempt_one(ctx, stmt, preemptor, same_job, memo="same-job",
-                                       hosts=hosts.get(job.queue.name, frozenset()))
+                assigned = preempt_one(ctx, stmt, preemptor, same_job, memo="same-job", hosts=own_hosts)
                 stmt.commit()
                 if not assigned:
                     break
@@ -122,9 +122,14 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
     rt = ctx.runtime
     assert preemptor.job is not None
     queue = preemptor.job.queue
-    # scored over every node first: a normalised score depends on the set it is computed over
-    nodes = [n for n in ctx.placement.ordered_by_score(preemptor, ctx.placement.preempt_nodes(preemptor))
-             if n.name in hosts]
+    # scored over every node first: a normalised score depends on the set it is computed over; then
+    # only nodes that can offer a victim or already hold the preemptor (FutureIdle) are worth a visit
+    placement = ctx.placement
+    room, row = placement.fits_future(preemptor), placement.arrays.row
+    if not hosts and not room.any():
+        return False
+    nodes = [n for n in placement.ordered_by_score(preemptor, placement.preempt_nodes(preemptor))
+             if n.name in hosts or room[row[n.name]]]
     if ctx.optimize:
         done = optimize.evict_cheapest(ctx, stmt, preemptor, nodes, callback="preemptable", keep=keep,
                                        action="preempt", fits=lambda n: _fits(ctx, queue, preemptor, n),
@@ -133,10 +138,10 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
             return done
     for node in nodes:
         candidates = useful_candidates(ctx, node, keep, preemptor, kind)
-        if not candidates:
+        if candidates is None:
             continue  # even every candidate would not free enough: the rules cannot change that
-        victims, rule = rt.victims("preemptable", preemptor, candidates)
-        if not victims or not fits_with(victims, preemptor, node):
+        victims, rule = rt.victims("preemptable", preemptor, candidates) if candidates else ([], None)
+        if not fits_with(victims, preemptor, node):
             continue
         local = ctx.statement()
         for victim in ordered_victims(ctx, victims, preemptor):

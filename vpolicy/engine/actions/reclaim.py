@@ -81,11 +81,11 @@ def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobIn
         if done is not None:
             return done
     for node in nodes:
-        candidates = useful_candidates(ctx, node, reclaimee, task, kind)
-        if not candidates:
-            continue  # even every candidate would not free enough: the rules cannot change that
+        candidates = useful_candidates(ctx, node, reclaimee, task, kind, need_one=True)
+        if candidates is None:
+            continue  # no reclaimee, or even every one would not free enough: the rules cannot change that
         victims, rule = rt.victims("reclaimable", task, candidates)
-        if not victims or not fits_with(victims, task, node):
+        if not fits_with(victims, task, node):
             continue
         local = ctx.statement()
         available = node.future_idle
