@@ -3,7 +3,8 @@
 Judged three ways: the independent validator finds nothing wrong in optimize-mode decisions on
 generated clusters; on hand-built fragmentation cases optimize places at least as many GPUs as volcano
 (strictly more where Volcano's spread strands a gang); on a hand-built preemption case it evicts fewer
-GPU pods for the same preemptor. The conf switch and the victim search are tested on their own.
+GPU pods for the same preemptor, and a whole evicting action never places less than Volcano's run of
+it (which it then makes exactly). The conf switch and the victim search are tested on their own.
 """
 from __future__ import annotations
 
@@ -282,3 +283,24 @@ def test_optimize_keeps_volcanos_preempt_where_cheaper_victims_place_less() -> N
     assert preempt_runs[1][1][0] < preempt_runs[0][1][0]  # its own run placed fewer GPUs
     assert gpus_placed(snap, optimized) >= gpus_placed(snap, volcano)
     assert optimized["evictions"] == volcano["evictions"]
+
+
+def test_a_cpu_preemptor_among_cpu_nodes_keeps_volcanos_victims() -> None:
+    """No GPU at stake: optimize evicts as Volcano does, the two lowest-priority pods (a-0, b-0)
+    rather than the one pod of higher priority (c-0) its cheapest search would take; at M on the
+    benchmark's preemption workload those cheapest CPU sets left less room and placed fewer pods."""
+    low, lower, high = PriorityClass("low", 10), PriorityClass("lower", 5), PriorityClass("high", 1000)
+    pods = [pod("urgent-0", "urgent", cpu=2000, memory=GIB, priority=1000)]
+    for job, cpu, priority in (("a", 1000, 5), ("b", 1000, 5), ("c", 2000, 10)):
+        pods += [running(f"{job}-{i}", job, f"n{i}", cpu=cpu, memory=GIB, priority=priority) for i in (0, 1)]
+    snap = snapshot(
+        nodes=[node("n0", cpu=4000, memory=8 * GIB), node("n1", cpu=4000, memory=8 * GIB)],
+        priority_classes=[low, lower, high],
+        podgroups=[podgroup("a", priority_class="lower", phase=PodGroupPhase.RUNNING),
+                   podgroup("b", priority_class="lower", phase=PodGroupPhase.RUNNING),
+                   podgroup("c", priority_class="low", phase=PodGroupPhase.RUNNING),
+                   podgroup("urgent", priority_class="high")],
+        pods=pods)
+    volcano, optimized = both(snap, _policy(PREEMPT_CONF))
+    assert sorted(e["pod"] for e in optimized["evictions"]) == ["ns/a-0", "ns/b-0"]  # type: ignore[attr-defined, index]  # reason: JSON
+    assert optimized["evictions"] == volcano["evictions"] and optimized["pipelined"] == volcano["pipelined"]

@@ -130,7 +130,7 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
         return False
     nodes = [n for n in placement.ordered_by_score(preemptor, placement.preempt_nodes(preemptor))
              if n.name in hosts or room[row[n.name]]]
-    if ctx.optimize:
+    if ctx.optimize and optimize.weighs_gpus(ctx.placement, preemptor, nodes):
         done = optimize.evict_cheapest(ctx, stmt, preemptor, nodes, callback="preemptable", keep=keep,
                                        action="preempt", fits=lambda n: _fits(ctx, queue, preemptor, n),
                                        kind=kind)

@@ -74,7 +74,7 @@ def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobIn
                 and t.job.queue is not job.queue and t.job.queue.reclaimable)
 
     nodes = ctx.placement.preempt_nodes(task)
-    if ctx.optimize:
+    if ctx.optimize and optimize.weighs_gpus(ctx.placement, task, nodes):
         done = optimize.evict_cheapest(ctx, stmt, task, nodes, callback="reclaimable", keep=reclaimee,
                                        action="reclaim", fits=lambda n: fits(task.resreq, n.future_idle),
                                        kind=kind)
