@@ -15,8 +15,9 @@ optimum can only be lower than what a rule-abiding session achieves:
 - per victim job at most `ready - minMember` pods are evicted (the gang plugin's preemptable budget).
 
 Dropped (so the bound may be loose, never wrong): cpu and memory, Volcano's victim order and the
-evictions of CPU pods, ValidateVictims' "at least one victim left on the node" (which stops a second
-preemptor from reusing the room an evicted whole-node pod leaves), and the order of preemptor turns.
+evictions of CPU pods, the victim rules beyond those three (drf's shares, the queue's allocatable),
+and the order of preemptor turns. (Volcano's ValidateVictims asks for no victim on the node: a
+preemptor may take the room an earlier eviction left, as the room constraint above allows.)
 `target` is DESIGN §7's 0.7 x volcano's evicted GPU pods: when the bound exceeds it, no session that
 places the same preemptors under these rules can meet the target.
 
