@@ -16,9 +16,9 @@ when ready — and changes only which of the allowed choices is taken:
   branch-and-bound (fewest evicted GPU pods, then fewest GPUs, fewest pods, lowest priority, least
   runtime lost), and the node whose set is cheapest is used; a node where the preemptor already fits
   FutureIdle (room released by earlier evictions) costs nothing and wins, victim or none (Volcano's
-  ValidateVictims asks for none). A search that runs out of its step budget,
-  or a set the final fit check rejects, falls back to Volcano's greedy choice: the budget never yields
-  a wrong decision, only a less good one.
+  ValidateVictims asks for none). A search that runs out of its step budget, or a set the final fit
+  check rejects, falls back to Volcano's greedy choice: the budget never yields a wrong decision, only
+  a less good one.
 - whole evicting actions (`never_worse`): preempt and reclaim run once as Volcano would and once with
   the cheapest victims, and the optimize run is kept only when it places at least as much; cheapest
   victims one preemptor at a time can leave less room for the next.
