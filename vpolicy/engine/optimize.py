@@ -20,8 +20,8 @@ when ready — and changes only which of the allowed choices is taken:
   check rejects, falls back to Volcano's greedy choice: the budget never yields a wrong decision, only
   a less good one.
 - whole evicting actions (`never_worse`): preempt and reclaim run once as Volcano would and once with
-  the cheapest victims, and the optimize run is kept only when it places at least as much; cheapest
-  victims one preemptor at a time can leave less room for the next.
+  the cheapest victims, and the optimize run is kept only when it places at least as much (else
+  Volcano's is put back); cheapest victims one preemptor at a time can leave less room for the next.
 
 This module decides nothing about feasibility (see `placement`, `runtime`) and applies evictions only
 through a `Statement`; the actions call it through one-line hooks when `ActionContext.mode` says so.
@@ -35,6 +35,7 @@ import numpy as np
 
 from vpolicy.engine.state import NodeArrays, NodeInfo, TaskInfo
 from vpolicy.model.resources import CPU, MEMORY, Resources
+from vpolicy.model.snapshot import TaskStatus
 
 if TYPE_CHECKING:
     from vpolicy.engine.actions.context import ActionContext
@@ -373,21 +374,22 @@ def never_worse(ctx: "ActionContext", run: Callable[["ActionContext"], None]) ->
     The cheapest victims for each preemptor in turn are not the cheapest for the action: Volcano's
     greedy order sometimes evicts a larger pod, and a later preemptor, of this job or another, takes
     the room left over without evicting anything (ValidateVictims asks for no victim), so the greedy
-    run can place more. Volcano's run is taken first as the witness and undone, then the optimize run
-    is kept when its merit (`_Trial.merit`: GPUs placed, pods placed, fewer evicted GPU pods, fewer
-    evictions) is at least the witness's; otherwise it is undone and Volcano's run made again (the
-    same decisions: the engine is deterministic)."""
+    run can place more. Volcano's run is taken first as the witness, kept aside and undone, then the
+    optimize run is kept when its merit (`_Trial.merit`: GPUs placed, pods placed, fewer evicted GPU
+    pods, fewer evictions) is at least the witness's; otherwise it is undone and the witness's end
+    state put back (the same decisions as a run of Volcano's, without running it again)."""
     state = ctx.state
     # a status change moves a task to the end of its node's list, and victims of equal order are taken
-    # in list order: an undo puts the lists back as they were, or Volcano's second run could differ
+    # in list order: an undo puts the lists back as they were, or a later run could differ
     versions = state.arrays.version.copy()
     lists = {name: list(node.tasks) for name, node in state.nodes.items()}
     witness = _trial(ctx, run, "volcano")
+    ended = _Ended.of(ctx, witness, versions)
     _undo(ctx, witness, versions, lists)
     tried = _trial(ctx, run, "optimize")
     if tried.merit() < witness.merit():
         _undo(ctx, tried, versions, lists)
-        _trial(ctx, run, "volcano")
+        ended.restore(ctx)
     ctx.mode = "optimize"
 
 
@@ -410,13 +412,55 @@ def _undo(ctx: "ActionContext", trial: _Trial, versions: np.ndarray, lists: dict
         if op.kind == "evict":
             op.task.evicted = False
         state.set_status(op.task, op.prev_status, op.prev_node)
-    node_list = ctx.placement.node_list  # row i of the arrays
-    for row in np.flatnonzero(state.arrays.version != versions):
-        node = node_list[row]
-        node.tasks[:] = lists[node.name]
+    _put_lists(ctx, versions, lists)
     outcome = ctx.outcome
     dispatched, pipelined, evicted = trial.marks
     del outcome.dispatched[dispatched:], outcome.pipelined[pipelined:], outcome.evicted[evicted:]
+
+
+def _put_lists(ctx: "ActionContext", versions: np.ndarray, lists: dict[str, list[TaskInfo]]) -> None:
+    """The task lists of the nodes changed since `versions`, as `lists` holds them."""
+    node_list = ctx.placement.node_list  # row i of the arrays
+    for row in np.flatnonzero(ctx.state.arrays.version != versions):
+        node = node_list[row]
+        node.tasks[:] = lists[node.name]
+
+
+@dataclass(slots=True)
+class _Ended:
+    """Where a trial left the session: each committed operation's task status and node (in the
+    operations' order), the task lists of the nodes it changed, and what it added to the outcome."""
+
+    ends: list[tuple["Operation", TaskStatus, str]]
+    lists: dict[str, list[TaskInfo]]
+    added: tuple[list[TaskInfo], list[TaskInfo], list["Operation"]]
+
+    @classmethod
+    def of(cls, ctx: "ActionContext", trial: _Trial, versions: np.ndarray) -> "_Ended":
+        node_list, outcome = ctx.placement.node_list, ctx.outcome
+        changed = (node_list[row] for row in np.flatnonzero(ctx.state.arrays.version != versions))
+        dispatched, pipelined, evicted = trial.marks
+        return cls([(op, op.task.status, op.task.node_name) for op in trial.journal],
+                   {node.name: list(node.tasks) for node in changed},
+                   (outcome.dispatched[dispatched:], outcome.pipelined[pipelined:], outcome.evicted[evicted:]))
+
+    def restore(self, ctx: "ActionContext") -> None:
+        """Put the session back where the trial left it (from where it started)."""
+        state = ctx.state
+        versions = state.arrays.version.copy()
+        for op, status, node_name in self.ends:
+            state.set_status(op.task, status, node_name)
+            if op.kind == "evict":
+                op.task.evicted = True
+        node_list = ctx.placement.node_list
+        for row in np.flatnonzero(state.arrays.version != versions):
+            node = node_list[row]
+            node.tasks[:] = self.lists.get(node.name, node.tasks)
+        outcome = ctx.outcome
+        dispatched, pipelined, evicted = self.added
+        outcome.dispatched.extend(dispatched)
+        outcome.pipelined.extend(pipelined)
+        outcome.evicted.extend(evicted)
 
 
 def configure(placement: "Placement") -> None:
