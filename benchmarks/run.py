@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import hashlib
 import json
 import os
 import platform
@@ -118,12 +119,18 @@ def measure_mode(generated: gen.Generated, mode: str, *, runs: int = 5,
     }
 
 
-def decision_metrics(snapshot: ClusterSnapshot, document: Mapping[str, Any]) -> dict[str, int]:
-    """Placed pods and GPUs (binds + pipelined) and evictions, counted from a decision document."""
+def decision_metrics(snapshot: ClusterSnapshot, document: Mapping[str, Any]) -> dict[str, Any]:
+    """Placed pods and GPUs (binds + pipelined) and evictions, counted from a decision document; the
+    GPU pods pipelined (preemptors, in the preemption workload) by count and by a digest of their
+    keys, so two modes can be seen to have placed the same preemptors (DESIGN §7's eviction ratio
+    compares like with like only then)."""
     pods = {p.key: p for p in snapshot.pods}
     placed = [*document["binds"], *document["pipelined"]]
     evicted = [e["pod"] for e in document["evictions"]]
+    gpu_pipelined = sorted(k for k in document["pipelined"] if k in pods and gen.gpus(pods[k].resreq))
     return {
+        "gpu_pods_pipelined": len(gpu_pipelined),
+        "gpu_pods_pipelined_digest": hashlib.sha256("\n".join(gpu_pipelined).encode()).hexdigest()[:16],
         "binds": len(document["binds"]),
         "pipelined": len(document["pipelined"]),
         "pods_placed": len(placed),
@@ -151,6 +158,7 @@ def run_benchmark(size: gen.Size, workload: str, *, modes: Sequence[str], runs: 
         out[mode] = _child(size, workload, mode, runs=runs, seed=seed, timeout=timeout, profile=profile)
     out["gpus_placed_optimize_over_volcano"] = _ratio(out, "gpus_placed")
     out["evicted_gpu_pods_optimize_over_volcano"] = _ratio(out, "evicted_gpu_pods")
+    out["same_gpu_pods_pipelined"] = _same(out, "gpu_pods_pipelined_digest")
     return out
 
 
@@ -165,6 +173,14 @@ def _ratio(out: Mapping[str, Any], key: str) -> float | None:
     if volcano[key] == 0:
         return None if optimize[key] == 0 else float("inf")
     return round(float(optimize[key]) / float(volcano[key]), 3)
+
+
+def _same(out: Mapping[str, Any], key: str) -> bool | None:
+    """Whether both modes give the same `key`; None when either did not finish."""
+    volcano, optimize = out.get("volcano"), out.get("optimize")
+    if not volcano or not optimize or volcano.get("status") != "ok" or optimize.get("status") != "ok":
+        return None
+    return bool(volcano[key] == optimize[key])
 
 
 def _decided(document: Mapping[str, Any]) -> tuple[Any, ...]:

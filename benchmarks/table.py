@@ -21,6 +21,7 @@ ROWS = (
     ("evictions", "evictions"),
     ("evicted_gpu_pods", "evicted GPU pods"),
     ("evicted_gpus", "evicted GPUs"),
+    ("gpu_pods_pipelined", "GPU pods pipelined (preemptors)"),
     ("unschedulable_pods", "pods left pending"),
     ("peak_rss_mb", "peak RSS, MB"),
     ("violations", "validator violations"),
@@ -44,9 +45,11 @@ def build_table(result: Mapping[str, Any]) -> Table:
     for key, label in ROWS:
         table.add_row(label, *(_cell(result[m], key) for m in modes))
     for key, label in (("gpus_placed_optimize_over_volcano", "GPUs placed, optimize / volcano"),
-                       ("evicted_gpu_pods_optimize_over_volcano", "evicted GPU pods, optimize / volcano")):
+                       ("evicted_gpu_pods_optimize_over_volcano", "evicted GPU pods, optimize / volcano"),
+                       ("same_gpu_pods_pipelined", "same GPU pods pipelined (preemptors) in both")):
         value = result.get(key)
-        table.add_row(label, *(["-" if value is None else f"{value:g}"] + [""] * (len(modes) - 1)))
+        cell = "-" if value is None else ("yes" if value else "no") if isinstance(value, bool) else f"{value:g}"
+        table.add_row(label, *([cell] + [""] * (len(modes) - 1)))
     if notes:
         table.caption = "; ".join(n for n in notes if n)
     return table

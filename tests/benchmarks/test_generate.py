@@ -139,6 +139,10 @@ def test_decision_metrics_count_placed_gpus_and_evicted_gpu_pods() -> None:
     assert metrics["gpus_placed"] == gen.gpus(gpu_pod.resreq)
     assert (metrics["evictions"], metrics["evicted_gpu_pods"]) == (1, 1)
     assert metrics["evicted_gpus"] == gen.gpus(victim.resreq)
+    assert metrics["gpu_pods_pipelined"] == 0  # the GPU pod is bound, the pipelined one asks no GPU
+    moved = run.decision_metrics(snapshot, {**document, "binds": {}, "pipelined": {gpu_pod.key: "gpu-00000"}})
+    assert moved["gpu_pods_pipelined"] == 1
+    assert moved["gpu_pods_pipelined_digest"] != metrics["gpu_pods_pipelined_digest"]
 
 
 def _assert_sound(result: dict[str, object], pending_pods: int) -> None:
@@ -178,3 +182,4 @@ def test_the_runner_reports_every_mode_and_null_ratios_when_one_is_missing() -> 
     assert result["optimize"]["status"] == "ok", result["optimize"]
     ratio = result["gpus_placed_optimize_over_volcano"]
     assert ratio is None or isinstance(ratio, float)
+    assert isinstance(result["same_gpu_pods_pipelined"], bool)
