@@ -238,9 +238,25 @@ class _Losing(optimize._Trial):
         return (-1, 0, 0, 0)
 
 
+# Found by the property below: on the cordoned n1 preempt evicts pg0-t-0 for pg2-t-0, finds the node
+# unschedulable and discards, which moves pg0-t-0 to the end of n1's list; Volcano's run commits
+# nothing, and putting its end state back must still reorder n1 as it left it.
+REORDERED_BY_A_DISCARD = snapshot(
+    nodes=[replace(node("n1", cpu=1000, memory=GIB, pods=2), unschedulable=True)],
+    queues=[queue("q0", reclaimable=False)],
+    priority_classes=[PriorityClass("low", 10), PriorityClass("high", 1000)],
+    podgroups=[podgroup("pg0", min_member=0), replace(podgroup("pg1", min_member=0), creation=1.0),
+               replace(podgroup("pg2", priority_class="low", phase=PodGroupPhase.PENDING), creation=2.0)],
+    pods=[running("pg0-t-0", "pg0", "n1", cpu=0, memory=0),
+          running("pg1-t-0", "pg1", "n1", cpu=0, memory=0, preemptable=False),
+          pod("pg2-t-0", "pg2", cpu=0, memory=GIB // 2, preemptable=False)],
+)
+
+
 @OPTIMIZE_PROPERTY
 @example(snap=_preemption())
 @example(snap=_releasing_room())
+@example(snap=REORDERED_BY_A_DISCARD)
 @given(snap=clusters())
 def test_a_run_that_places_less_is_undone_and_volcanos_made_exactly(snap: ClusterSnapshot) -> None:
     """When optimize's own run of preempt or reclaim places less, the session's decisions are Volcano's

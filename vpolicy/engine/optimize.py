@@ -447,15 +447,13 @@ class _Ended:
     def restore(self, ctx: "ActionContext") -> None:
         """Put the session back where the trial left it (from where it started)."""
         state = ctx.state
-        versions = state.arrays.version.copy()
         for op, status, node_name in self.ends:
             state.set_status(op.task, status, node_name)
             if op.kind == "evict":
                 op.task.evicted = True
-        node_list = ctx.placement.node_list
-        for row in np.flatnonzero(state.arrays.version != versions):
-            node = node_list[row]
-            node.tasks[:] = self.lists.get(node.name, node.tasks)
+        # every node the trial changed, also where only a discarded statement reordered its tasks
+        for name, tasks in self.lists.items():
+            state.nodes[name].tasks[:] = tasks
         outcome = ctx.outcome
         dispatched, pipelined, evicted = self.added
         outcome.dispatched.extend(dispatched)
