@@ -81,7 +81,8 @@ class Packer:
     def __init__(self, arrays: NodeArrays):
         self.arrays = arrays
         self.gpu_cols = [i for d, i in arrays.index.items() if is_gpu_dim(d)]
-        self.gpu_nodes = (arrays.allocatable[:, self.gpu_cols] > 0).any(axis=1) if self.gpu_cols else None
+        self.gpu_nodes: np.ndarray | None = (
+            np.asarray((arrays.allocatable[:, self.gpu_cols] > 0).any(axis=1)) if self.gpu_cols else None)
         self._reaches_gpus: dict[int, tuple[np.ndarray, bool]] = {}  # id(reach) -> (reach, any GPU node)
 
     def __call__(self, task: TaskInfo, group: np.ndarray, scores: np.ndarray, idle: bool,

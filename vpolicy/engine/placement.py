@@ -466,7 +466,7 @@ class Placement:
             return np.array([fits(task.resreq, n.future_idle) for n in self.node_list], dtype=bool)
         request = a.cached_vector(task.resreq)
         cols = sorted({*self._cpu_mem, *(a.index[k] for k in task.resreq if k in a.index)})
-        return (a.future[:, cols] >= request[cols]).all(axis=1)
+        return np.asarray((a.future[:, cols] >= request[cols]).all(axis=1))
 
     def preempt_nodes(self, task: TaskInfo) -> list[NodeInfo]:
         """Nodes where evicting could help: a node is excluded only when its *first* failing predicate

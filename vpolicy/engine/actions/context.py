@@ -32,7 +32,8 @@ class ActionContext:
     # (action, job, task spec) -> node -> (node version, what is kept there for such a preemptor): its
     # candidates that could free room (`evict_common.useful_candidates`), and in optimize mode the
     # cheapest-victims bound (`optimize.node_bound`)
-    node_candidates: dict[tuple[object, ...], dict[str, tuple[int, list[TaskInfo]]]] = field(default_factory=dict)
+    node_candidates: dict[tuple[object, ...], dict[str, tuple[int, list[TaskInfo] | None]]] = field(
+        default_factory=dict)
     victim_bounds: dict[tuple[object, ...], dict[str, tuple[int, Any]]] = field(default_factory=dict)
 
     def eviction_failed_before(self, key: tuple[object, ...]) -> bool:
