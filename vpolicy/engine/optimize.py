@@ -421,10 +421,14 @@ def _undo(ctx: "ActionContext", trial: _Trial, versions: np.ndarray, lists: dict
 
 def _put_lists(ctx: "ActionContext", versions: np.ndarray, lists: dict[str, list[TaskInfo]]) -> None:
     """The task lists of the nodes changed since `versions`, as `lists` holds them."""
-    node_list = ctx.placement.node_list  # row i of the arrays
-    for row in np.flatnonzero(ctx.state.arrays.version != versions):
-        node = node_list[row]
+    for node in _changed_since(ctx, versions):
         node.tasks[:] = lists[node.name]
+
+
+def _changed_since(ctx: "ActionContext", versions: np.ndarray) -> list[NodeInfo]:
+    """The nodes whose version moved since `versions` was copied from the node arrays."""
+    node_list = ctx.placement.node_list  # row i of the arrays
+    return [node_list[row] for row in np.flatnonzero(ctx.state.arrays.version != versions)]
 
 
 @dataclass(slots=True)
@@ -438,11 +442,10 @@ class _Ended:
 
     @classmethod
     def of(cls, ctx: "ActionContext", trial: _Trial, versions: np.ndarray) -> "_Ended":
-        node_list, outcome = ctx.placement.node_list, ctx.outcome
-        changed = (node_list[row] for row in np.flatnonzero(ctx.state.arrays.version != versions))
+        outcome = ctx.outcome
         dispatched, pipelined, evicted = trial.marks
         return cls([(op, op.task.status, op.task.node_name) for op in trial.journal],
-                   {node.name: list(node.tasks) for node in changed},
+                   {node.name: list(node.tasks) for node in _changed_since(ctx, versions)},
                    (outcome.dispatched[dispatched:], outcome.pipelined[pipelined:], outcome.evicted[evicted:]))
 
     def restore(self, ctx: "ActionContext") -> None:

@@ -343,17 +343,23 @@ class Placement:
                     self._refresh_row(view, i)
         return view
 
+    def _needs(self, task: TaskInfo) -> tuple[np.ndarray, list[tuple[int, float]]]:
+        """The task's request as `_ClassView.needs` (-inf on the columns Volcano does not compare) and
+        as (column, request) pairs of the compared columns: cpu, memory and each requested resource."""
+        a = self.arrays
+        request = a.cached_vector(task.resreq)
+        cols = sorted({*self._cpu_mem, *(a.index[k] for k in task.resreq if k in a.index)})
+        needs = np.full(len(a.dims), -np.inf)
+        needs[cols] = request[cols]
+        return needs, [(j, float(request[j])) for j in cols]
+
     def _new_view(self, task: TaskInfo) -> _ClassView:
         a = self.arrays
         unknown = bool(a.unknown_dims(task.resreq))
-        request = a.cached_vector(task.resreq)
-        cols = sorted({*self._cpu_mem, *(a.index[k] for k in task.resreq if k in a.index)})
         n = len(self.node_list)
         static_mask = self._static_mask(task) if self._static_predicates else None
         parts = self._score_parts(task)
-        wants = [(j, float(request[j])) for j in cols]
-        needs = np.full(len(a.dims), -np.inf)
-        needs[cols] = request[cols]
+        needs, wants = self._needs(task)
         view = _ClassView(task, static_mask, parts or [], needs, wants, unknown, np.zeros(n, dtype=bool),
                           np.zeros(n, dtype=bool), None if parts is None else np.zeros(n), len(a.changed))
         self._refresh_rows(view, self._all_rows)
@@ -461,12 +467,9 @@ class Placement:
 
     def fits_future(self, task: TaskInfo) -> np.ndarray:
         """Per node row: the task's request fits the node's FutureIdle now (`fits`, on every row)."""
-        a = self.arrays
-        if a.unknown_dims(task.resreq):  # a resource no node column holds: ask each node
+        if self.arrays.unknown_dims(task.resreq):  # a resource no node column holds: ask each node
             return np.array([fits(task.resreq, n.future_idle) for n in self.node_list], dtype=bool)
-        request = a.cached_vector(task.resreq)
-        cols = sorted({*self._cpu_mem, *(a.index[k] for k in task.resreq if k in a.index)})
-        return np.asarray((a.future[:, cols] >= request[cols]).all(axis=1))
+        return np.asarray((self.arrays.future >= self._needs(task)[0]).all(axis=1))
 
     def preempt_nodes(self, task: TaskInfo) -> list[NodeInfo]:
         """Nodes where evicting could help: a node is excluded only when its *first* failing predicate
