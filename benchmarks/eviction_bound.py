@@ -1,8 +1,10 @@
 """`python -m benchmarks.eviction_bound`: how few GPU pods any session could evict for the same preemptors.
 
     python -m benchmarks.eviction_bound [--size S] [--seed 1] [--time-limit 60] [--json]
+        [--optimize-budget 1s|unlimited]
 
-Runs one `volcano` and one `optimize` session on a generated preemption workload, checks that both
+Runs one `volcano` and one `optimize` session (within the conf's session budget, 1 s, or
+`--optimize-budget`) on a generated preemption workload, checks that both
 pipelined the same GPU preemptors (DESIGN §7's eviction ratio compares like with like only then), and
 computes a lower bound on the GPU pods evicted to pipeline those preemptors: a mixed-integer program
 (scipy's HiGHS `milp`) that keeps only rules every preempt decision must obey and drops the rest, so its
@@ -30,12 +32,14 @@ import json
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from benchmarks import generate as gen
-from benchmarks.run import policy_for
+from benchmarks.run import budget_text, policy_for
+from vpolicy.harness.policy import UNLIMITED, parse_budget
 from vpolicy.engine.session import run_session
 from vpolicy.model.snapshot import ClusterSnapshot, Pod, TaskStatus
 
@@ -132,9 +136,12 @@ def _queue(groups: dict[str, Any], p: Pod) -> str:
     return group.queue if group is not None else ""
 
 
-def check(size: gen.Size, *, seed: int = 1, time_limit: float = 60.0) -> dict[str, Any]:
+def check(size: gen.Size, *, seed: int = 1, time_limit: float = 60.0,
+          optimize_budget: str | None = None) -> dict[str, Any]:
     generated = gen.generate(size, "preemption", seed=seed)
     snapshot, policy = generated.snapshot, policy_for("preemption")
+    if optimize_budget is not None:
+        policy = replace(policy, optimize_budget_s=parse_budget(optimize_budget))
     pods = {p.key: p for p in snapshot.pods}
     out: dict[str, Any] = {"size": size.name, "workload": "preemption", "seed": seed}
     placed: dict[str, list[str]] = {}
@@ -160,8 +167,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds for the MILP (default 60)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--optimize-budget", type=budget_text, metavar="DURATION",
+                   help=f"optimize mode's session budget: 800ms, 1s, 2m or {UNLIMITED} (default: the conf's, 1s)")
     args = p.parse_args(argv)
-    result = check(gen.SIZES[args.size], seed=args.seed, time_limit=args.time_limit)
+    result = check(gen.SIZES[args.size], seed=args.seed, time_limit=args.time_limit,
+                   optimize_budget=args.optimize_budget)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

@@ -3,6 +3,7 @@
     python -m benchmarks.run --size S|M|L --workload steady|fragmentation|preemption
         [--mode volcano|optimize|both] [--runs 5] [--seed N] [--json]
         [--nodes N --pending-pods P] [--timeout SECONDS] [--profile FILE]
+        [--optimize-budget 1s|unlimited]
 
 Each mode runs in its own child process (the same command with `--child`), so `peak_rss_mb`
 (getrusage's ru_maxrss) is that mode's alone; the child generates the snapshot, compiles the policy,
@@ -13,8 +14,9 @@ as a table (`benchmarks.table`).
 
 `volcano` runs Volcano's built-in conf (`enqueue, allocate, backfill`; `enqueue, allocate, preempt,
 backfill` for the preemption workload); `optimize` runs the same conf with `run_session(mode="optimize")`
-(`vpolicy.engine.optimize`: GPU best fit over every feasible node, cheapest victim sets), on the same
-snapshot, in the same invocation (`--mode both`), so the ratios compare like with like. Timing covers
+(`vpolicy.engine.optimize`: GPU best fit over every feasible node, cheapest victim sets) within the
+conf's session budget (1 s, or `--optimize-budget`: an evicting action's optimize run that does not
+fit keeps Volcano's, and `optimize_runs` says which run each action kept), on the same snapshot, in the same invocation (`--mode both`), so the ratios compare like with like. Timing covers
 `run_session` only (session state built from the snapshot, every action, closing), as wall time and as
 this process's CPU time (`session_cpu_ms_p50`: the machine is shared); generating the snapshot and
 compiling the policy are reported apart. This module does not build clusters (`benchmarks.generate`) and asserts nothing about speed.
@@ -34,12 +36,13 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from benchmarks import generate as gen
 from vpolicy.engine import validate
 from vpolicy.engine.session import CompiledPolicy, run_session
-from vpolicy.harness.policy import from_conf
+from vpolicy.harness.policy import UNLIMITED, from_conf, parse_budget
 from vpolicy.load import conf as conf_loader
 from vpolicy.model.snapshot import ClusterSnapshot
 
@@ -59,17 +62,20 @@ def policy_for(workload: str) -> CompiledPolicy:
                                                  file="<benchmark-volcano-preempt>"))
 
 
-def measure_mode(generated: gen.Generated, mode: str, *, runs: int = 5,
-                 profile: str | None = None) -> dict[str, Any]:
+def measure_mode(generated: gen.Generated, mode: str, *, runs: int = 5, profile: str | None = None,
+                 optimize_budget: str | None = None) -> dict[str, Any]:
     """Run `runs` sessions of `mode` on the generated snapshot in this process; the metrics of one mode.
 
     Every decision figure comes from the last run; `deterministic` says whether all runs decided the same.
+    `optimize_budget` (`parse_budget`'s text) replaces the conf's session budget for optimize mode.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
     kwargs: dict[str, Any] = {"mode": mode}
     t0 = time.perf_counter()
     policy = policy_for(generated.workload)
+    if optimize_budget is not None:
+        policy = replace(policy, optimize_budget_s=parse_budget(optimize_budget))
     compile_ms = (time.perf_counter() - t0) * 1000
     snapshot = generated.snapshot
     times: list[float] = []
@@ -111,6 +117,8 @@ def measure_mode(generated: gen.Generated, mode: str, *, runs: int = 5,
         "actions_ms": {k: v.get("ms") for k, v in (stats.get("actions") or {}).items()},
         "rule_calls": stats.get("rule_calls"),
         "solver": stats.get("solver"),
+        "optimize_budget_s": policy.optimize_budget_s if mode == "optimize" else None,
+        "optimize_runs": stats.get("optimize"),
         "compile_ms": round(compile_ms, 1),
         "deterministic": all(d == documents[0] for d in documents),
         "violations": len(violations),
@@ -148,14 +156,16 @@ def validate_document(snapshot: ClusterSnapshot, document: Mapping[str, Any], po
 
 
 def run_benchmark(size: gen.Size, workload: str, *, modes: Sequence[str], runs: int = 5, seed: int = 1,
-                  timeout: float | None = None, profile: str | None = None) -> dict[str, Any]:
+                  timeout: float | None = None, profile: str | None = None,
+                  optimize_budget: str | None = None) -> dict[str, Any]:
     """Every mode in its own child process; one JSON-ready object with the ratios between modes."""
     generated = gen.generate(size, workload, seed=seed)
     out: dict[str, Any] = {"size": size.name, "workload": workload, "seed": seed, **generated.summary(),
                            "machine": machine()}
     del generated
     for mode in modes:
-        out[mode] = _child(size, workload, mode, runs=runs, seed=seed, timeout=timeout, profile=profile)
+        out[mode] = _child(size, workload, mode, runs=runs, seed=seed, timeout=timeout, profile=profile,
+                           optimize_budget=optimize_budget)
     out["gpus_placed_optimize_over_volcano"] = _ratio(out, "gpus_placed")
     out["evicted_gpu_pods_optimize_over_volcano"] = _ratio(out, "evicted_gpu_pods")
     out["same_gpu_pods_pipelined"] = _same(out, "gpu_pods_pipelined_digest")
@@ -189,12 +199,14 @@ def _decided(document: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def _child(size: gen.Size, workload: str, mode: str, *, runs: int, seed: int, timeout: float | None,
-           profile: str | None) -> dict[str, Any]:
+           profile: str | None, optimize_budget: str | None) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "benchmarks.run", "--child", "--mode", mode, "--workload", workload,
            "--size", size.name if size.name in gen.SIZES else "S", "--nodes", str(size.nodes),
            "--pending-pods", str(size.pending_pods), "--runs", str(runs), "--seed", str(seed)]
     if profile:
         cmd += ["--profile", f"{profile}.{mode}"]
+    if optimize_budget is not None:
+        cmd += ["--optimize-budget", optimize_budget]
     started = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
@@ -213,7 +225,8 @@ def _child_main(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     generated = gen.generate(size, args.workload, seed=args.seed)
     generate_ms = (time.perf_counter() - t0) * 1000
-    result = measure_mode(generated, args.mode, runs=args.runs, profile=args.profile)
+    result = measure_mode(generated, args.mode, runs=args.runs, profile=args.profile,
+                          optimize_budget=args.optimize_budget)
     result["generate_ms"] = round(generate_ms, 1)
     # ru_maxrss is in KiB on Linux (bytes on macOS).
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -245,8 +258,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pending-pods", type=int, help="override the size's pending pod count (a custom size)")
     p.add_argument("--timeout", type=float, help="seconds per mode before its child process is stopped")
     p.add_argument("--profile", help="write a cProfile of the first session to FILE.<mode>")
+    p.add_argument("--optimize-budget", type=budget_text, metavar="DURATION",
+                   help=f"optimize mode's session budget: 800ms, 1s, 2m or {UNLIMITED} (default: the conf's, 1s)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     return p
+
+
+def budget_text(text: str) -> str:
+    """`--optimize-budget`'s argparse type: the text, once `parse_budget` accepts it."""
+    parse_budget(text)  # argparse turns its ValueError into a usage error
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -258,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _child_main(args)
     modes = MODES if args.mode == "both" else (args.mode,)
     result = run_benchmark(_size(args), args.workload, modes=modes, runs=args.runs, seed=args.seed,
-                           timeout=args.timeout, profile=args.profile)
+                           timeout=args.timeout, profile=args.profile, optimize_budget=args.optimize_budget)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

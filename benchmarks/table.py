@@ -50,6 +50,11 @@ def build_table(result: Mapping[str, Any]) -> Table:
         value = result.get(key)
         cell = "-" if value is None else ("yes" if value else "no") if isinstance(value, bool) else f"{value:g}"
         table.add_row(label, *([cell] + [""] * (len(modes) - 1)))
+    optimize = result.get("optimize") or {}
+    for action, run in (optimize.get("optimize_runs") or {}).items():
+        budget = optimize.get("optimize_budget_s")
+        notes.append(f"optimize's {action} kept {run['kept']}'s run ({run['why']}; "
+                     f"budget {'unlimited' if budget is None else f'{budget:g} s'})")
     if notes:
         table.caption = "; ".join(n for n in notes if n)
     return table

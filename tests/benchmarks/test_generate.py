@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from benchmarks import generate as gen
-from benchmarks import run
+from benchmarks import run, table
 from vpolicy.model.resources import Resources, total
 from vpolicy.model.snapshot import ClusterSnapshot, PodGroupPhase, TaskStatus
 
@@ -183,3 +183,26 @@ def test_the_runner_reports_every_mode_and_null_ratios_when_one_is_missing() -> 
     ratio = result["gpus_placed_optimize_over_volcano"]
     assert ratio is None or isinstance(ratio, float)
     assert isinstance(result["same_gpu_pods_pipelined"], bool)
+
+
+def test_the_runner_says_which_run_optimize_kept_under_the_budget_it_was_given() -> None:
+    generated = gen.generate(gen.Size("small", 20, 200), "preemption", seed=1)
+    spent = run.measure_mode(generated, "optimize", runs=1, optimize_budget="1ms")
+    assert spent["optimize_budget_s"] == 0.001
+    assert spent["optimize_runs"] == {"preempt": {"kept": "volcano",
+                                                  "why": "the session budget was spent before the optimize run"}}
+    unlimited = run.measure_mode(generated, "optimize", runs=1, optimize_budget="unlimited")
+    assert unlimited["optimize_budget_s"] is None
+    assert unlimited["optimize_runs"]["preempt"]["why"] != spent["optimize_runs"]["preempt"]["why"]
+    _assert_sound(unlimited, 200)
+    shown = table.build_table({"size": "small", "nodes": 20, "gpu_nodes": 4, "pending_pods": 200, "pending_jobs": 20,
+                               "running_pods": 100, "workload": "preemption", "seed": 1, "optimize": spent})
+    assert shown.caption == ("optimize's preempt kept volcano's run (the session budget was spent before the "
+                             "optimize run; budget 0.001 s)")
+
+
+def test_the_runner_refuses_a_budget_that_is_no_duration(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run.main(["--optimize-budget", "soon"])
+    assert exited.value.code == 2
+    assert "--optimize-budget" in capsys.readouterr().err

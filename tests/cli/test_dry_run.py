@@ -26,6 +26,12 @@ tiers:
   - name: gang
 """
 
+OPTIMIZE = """\
+configurations:
+- name: allocate
+  arguments: {mode: optimize, optimizeBudget: 1s}
+"""
+
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
@@ -55,6 +61,17 @@ def test_table_and_yaml_outputs_show_the_same_binds(capsys: pytest.CaptureFixtur
         assert pod in as_table and node in as_table
 
 
+def test_optimize_mode_says_which_run_of_each_evicting_action_it_kept(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    conf = (ROOT / "examples/volcano-scheduler.conf").read_text()
+    conf = conf.replace("backfill", "preempt, backfill", 1) + OPTIMIZE.replace("1s", "unlimited")
+    (tmp_path / "conf.yaml").write_text(conf)
+    code, out, _ = run(capsys, "dry-run", "--cluster", str(ROOT / "examples/cluster.yaml"), "--conf",
+                       str(tmp_path / "conf.yaml"))
+    assert code == 0
+    assert "optimize: preempt kept optimize's run: it placed at least as much and evicted no more" in out
+
+
 @pytest.mark.parametrize("cluster, conf, expected", [
     pytest.param(NODE + "---\nkind: Pod\nmetadata: {name: [oops\n", None, "cluster.yaml:8:1: error[load.yaml-syntax]", id="malformed-yaml"),
     pytest.param(NODE.replace('cpu: "2"', "cpu: 2x"), None, "cluster.yaml:4:29: error[load.bad-quantity]",
@@ -65,6 +82,8 @@ def test_table_and_yaml_outputs_show_the_same_binds(capsys: pytest.CaptureFixtur
                  id="unknown-action"),
     pytest.param(NODE, GOOD_CONF + "    enablePreemtable: false\n", "conf.yaml:6:5: error[conf.unknown-flag]",
                  id="unknown-flag"),
+    pytest.param(NODE, GOOD_CONF + OPTIMIZE.replace("1s", "soon"), "conf.yaml:8:47: error[conf.wrong-type]",
+                 id="bad-optimize-budget"),
 ])
 def test_bad_input_is_one_located_line_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                   cluster: str, conf: str | None, expected: str) -> None:

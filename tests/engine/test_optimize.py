@@ -12,11 +12,13 @@ from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from tests.engine.build import GIB, node, pod, podgroup, queue, running, snapshot
 from tests.engine.test_properties import HELM_ALL_ACTIONS
 from tests.strategies import clusters
 from vpolicy.engine import optimize
+from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.session import CompiledPolicy, run_session
 from vpolicy.engine.validate import validate
 from vpolicy.errors import PolicyError
@@ -76,6 +78,26 @@ def test_an_unknown_mode_is_a_conf_error() -> None:
     with pytest.raises(PolicyError) as caught:
         _policy(OPTIMIZE_CONF.replace("mode: optimize", "mode: optimise"))
     assert "must be one of volcano, optimize" in str(caught.value)
+
+
+def test_the_session_budget_defaults_to_volcanos_schedule_period() -> None:
+    assert _policy(OPTIMIZE_CONF).optimize_budget_s == 1.0
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("800ms", 0.8), ("2s", 2.0), ("1m30s", 90.0), ("1.5", 1.5),
+                                                 ("unlimited", None)])
+def test_a_conf_sets_the_session_budget_beside_the_mode(text: str, seconds: float | None) -> None:
+    conf = OPTIMIZE_CONF.replace("mode: optimize", f"mode: optimize\n    optimizeBudget: {text}")
+    assert _policy(conf).optimize_budget_s == seconds
+
+
+@pytest.mark.parametrize("text", ["soon", "0", "-1s", "1h", "true"])
+def test_a_budget_that_is_no_duration_is_a_conf_error_at_its_entry(text: str) -> None:
+    conf = OPTIMIZE_CONF.replace("mode: optimize", f"mode: optimize\n    optimizeBudget: {text}")
+    with pytest.raises(PolicyError) as caught:
+        _policy(conf)
+    message = str(caught.value)
+    assert "<test-conf>:6:21:" in message and "optimizeBudget" in message and "800ms" in message
 
 
 def test_run_session_refuses_an_unknown_mode() -> None:
@@ -288,7 +310,8 @@ def test_optimize_keeps_volcanos_preempt_where_cheaper_victims_place_less() -> N
     from benchmarks import generate as gen
     from benchmarks.run import policy_for
 
-    snap, policy = gen.generate(gen.SIZES["S"], "preemption", seed=3).snapshot, policy_for("preemption")
+    snap = gen.generate(gen.SIZES["S"], "preemption", seed=3).snapshot
+    policy = replace(policy_for("preemption"), optimize_budget_s=None)  # both runs, however slow the machine
     merits: list[tuple[str, tuple[int, ...]]] = []
     real_trial = optimize._trial
 
@@ -325,3 +348,58 @@ def test_a_cpu_preemptor_among_cpu_nodes_keeps_volcanos_victims() -> None:
     volcano, optimized = both(snap, _policy(PREEMPT_CONF))
     assert sorted(e["pod"] for e in optimized["evictions"]) == ["ns/a-0", "ns/b-0"]  # type: ignore[attr-defined, index]  # reason: JSON
     assert optimized["evictions"] == volcano["evictions"] and optimized["pipelined"] == volcano["pipelined"]
+
+
+# the session budget ---------------------------------------------------------------------------------
+def test_a_spent_budget_keeps_volcanos_victims_and_says_so() -> None:
+    """The cheapest victim set (one 8-GPU pod instead of two 4-GPU pods) is found only when the budget
+    leaves time for optimize's own run of preempt; once it is spent the session keeps Volcano's run,
+    whole, and the decision document says which run each evicting action kept and why."""
+    snap, policy = _preemption(), _policy(PREEMPT_CONF)
+    volcano = run_session(snap, policy, mode="volcano").decisions.to_document()
+    unlimited = run_session(snap, replace(policy, optimize_budget_s=None), mode="optimize").decisions
+    spent = run_session(snap, replace(policy, optimize_budget_s=1e-9), mode="optimize").decisions
+    assert evicted_gpu_pods(snap, unlimited.to_document()) < evicted_gpu_pods(snap, volcano)
+    assert unlimited.stats["optimize"]["preempt"]["kept"] == "optimize"  # type: ignore[index]  # reason: stats JSON
+    assert spent.to_document()["evictions"] == volcano["evictions"]
+    assert spent.to_document()["pipelined"] == volcano["pipelined"]
+    assert spent.stats["optimize"]["preempt"] == {  # type: ignore[index]  # reason: stats JSON
+        "kept": "volcano", "why": "the session budget was spent before the optimize run"}
+    assert "optimize" not in run_session(snap, policy, mode="volcano").decisions.stats
+
+
+@OPTIMIZE_PROPERTY
+@example(snap=_preemption(), checks_left=1)
+@example(snap=REORDERED_BY_A_DISCARD, checks_left=1)
+@given(snap=clusters(), checks_left=st.integers(min_value=1, max_value=6))
+def test_a_run_that_runs_out_of_budget_leaves_volcanos_decisions_exactly(snap: ClusterSnapshot,
+                                                                         checks_left: int) -> None:
+    """The budget runs out inside optimize's run of an evicting action, after `checks_left` of its
+    checks (jobs or preemptors already decided, some committed): the run stops there, is undone, and
+    the session's decisions and end state are Volcano's to the byte."""
+    policy = _policy(EVICTING_ONLY)
+    volcano = run_session(snap, policy, mode="volcano")
+    real_check = ActionContext.out_of_time
+    left = [checks_left]
+
+    def out_of_time(ctx: ActionContext) -> bool:
+        if ctx.mode == "optimize":
+            left[0] -= 1
+            if left[0] <= 0:
+                ctx.deadline = float("-inf")
+        return real_check(ctx)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(ActionContext, "out_of_time", out_of_time)
+        stopped = run_session(snap, replace(policy, optimize_budget_s=None), mode="optimize")
+    documents = [result.decisions.to_document() for result in (volcano, stopped)]
+    runs = stopped.decisions.stats.get("optimize", {})
+    for document in documents:
+        document.pop("stats", None)  # type: ignore[attr-defined]  # reason: JSON
+    assert documents[0] == documents[1]
+    ends = [{name: [(t.key, t.status, t.evicted) for t in node.tasks] for name, node in result.state.nodes.items()}
+            for result in (volcano, stopped)]
+    assert ends[0] == ends[1]
+    stopped_runs = [a for a, run in runs.items() if run["why"] == "the optimize run stopped at the session budget"]  # type: ignore[attr-defined, index]  # reason: stats JSON
+    assert all(runs[a]["kept"] == "volcano" for a in stopped_runs)  # type: ignore[index]  # reason: stats JSON
+    if left[0] <= 0:  # the budget ran out inside one run; later actions never started theirs
+        assert len(stopped_runs) == 1

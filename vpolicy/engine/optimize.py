@@ -320,6 +320,8 @@ def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo,
     job, same filter): each node's bound is kept for its siblings until the node changes."""
     from vpolicy.engine.actions.evict_common import ordered_victims, useful_candidates
 
+    if ctx.out_of_time():
+        return None  # the greedy choice finishes this job quickly; never_worse discards the run anyway
     rules: dict[str, str] = {}
 
     def bound(node: NodeInfo) -> Bound:
@@ -369,7 +371,7 @@ class _Trial:
                 -sum(1 for t in evicted if gpus(t.resreq)), -len(evicted))
 
 
-def never_worse(ctx: "ActionContext", run: Callable[["ActionContext"], None]) -> None:
+def never_worse(ctx: "ActionContext", action: str, run: Callable[["ActionContext"], None]) -> None:
     """Run an evicting action (preempt, reclaim) in optimize mode, never worse than Volcano's run of it.
 
     The cheapest victims for each preemptor in turn are not the cheapest for the action: Volcano's
@@ -378,20 +380,35 @@ def never_worse(ctx: "ActionContext", run: Callable[["ActionContext"], None]) ->
     run can place more. Volcano's run is taken first as the witness, kept aside and undone, then the
     optimize run is kept when its merit (`_Trial.merit`: GPUs placed, pods placed, fewer evicted GPU
     pods, fewer evictions) is at least the witness's; otherwise it is undone and the witness's end
-    state put back (the same decisions as a run of Volcano's, without running it again)."""
+    state put back (the same decisions as a run of Volcano's, without running it again).
+
+    The optimize run must fit in the session budget (`ctx.deadline`): it is not started once the
+    budget is spent, and one that runs out stops at its next job and is discarded. Which run was kept,
+    and why, goes to `ctx.optimize_runs` (the decision document's `stats.optimize`)."""
     state = ctx.state
     # a status change moves a task to the end of its node's list, and victims of equal order are taken
     # in list order: an undo puts the lists back as they were, or a later run could differ
     versions = state.arrays.version.copy()
     lists = {name: list(node.tasks) for name, node in state.nodes.items()}
     witness = _trial(ctx, run, "volcano")
+    ctx.mode = "optimize"
+    if ctx.budget_spent():
+        ctx.optimize_runs[action] = {"kept": "volcano", "why": "the session budget was spent before the optimize run"}
+        return
     ended = _Ended.of(ctx, witness, versions)
     _undo(ctx, witness, versions, lists)
+    ctx.optimize_stopped = False
     tried = _trial(ctx, run, "optimize")
-    if tried.merit() < witness.merit():
-        _undo(ctx, tried, versions, lists)
-        ended.restore(ctx)
-    ctx.mode = "optimize"
+    if ctx.optimize_stopped:
+        why = "the optimize run stopped at the session budget"
+    elif tried.merit() < witness.merit():
+        why = "the optimize run placed less, or evicted more, than Volcano's"
+    else:
+        ctx.optimize_runs[action] = {"kept": "optimize", "why": "it placed at least as much and evicted no more"}
+        return
+    _undo(ctx, tried, versions, lists)
+    ended.restore(ctx)
+    ctx.optimize_runs[action] = {"kept": "volcano", "why": why}
 
 
 def _trial(ctx: "ActionContext", run: Callable[["ActionContext"], None], mode: str) -> _Trial:

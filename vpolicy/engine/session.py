@@ -26,6 +26,9 @@ from vpolicy.model.snapshot import ClusterSnapshot, PodGroupPhase, TaskStatus
 from vpolicy.solve.backend_z3 import Z3Backend
 
 
+OPTIMIZE_BUDGET_S = 1.0
+
+
 @dataclass(frozen=True, slots=True)
 class CompiledPolicy:
     """What a session needs from a policy: the actions in order and the tiers of plugin instances."""
@@ -34,6 +37,9 @@ class CompiledPolicy:
     tiers: tuple[tuple[PluginInstance, ...], ...]
     source: str = ""
     mode: str = "volcano"  # "optimize": same rules, better choices among feasible ones (engine.optimize)
+    # optimize mode's extra runs of evicting actions stop once a session has taken this long and
+    # Volcano's run is kept (Volcano's schedule period, the DESIGN §7 session budget); None: no limit
+    optimize_budget_s: float | None = OPTIMIZE_BUDGET_S
 
 
 @dataclass(slots=True)
@@ -86,11 +92,13 @@ def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: floa
                         mode=optimize.check_mode(mode or policy.mode))
     if ctx.optimize:
         optimize.configure(ctx.placement)
+        if policy.optimize_budget_s is not None:
+            ctx.deadline = started + policy.optimize_budget_s
     timings: dict[str, dict[str, float]] = {}
     for name in policy.actions:
         t0 = time.perf_counter()
         if ctx.optimize and name in optimize.EVICTING_ACTIONS:
-            optimize.never_worse(ctx, ACTIONS[name])
+            optimize.never_worse(ctx, name, ACTIONS[name])
         else:
             ACTIONS[name](ctx)
         timings[name] = {"ms": round((time.perf_counter() - t0) * 1000, 3)}
@@ -108,6 +116,8 @@ def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: floa
         "rule_calls": runtime.calls,
         "solver": {"calls": backend.calls, "ms": solver_ms},
     }
+    if ctx.optimize_runs:
+        decisions.stats["optimize"] = ctx.optimize_runs
     return SessionResult(decisions, state, ctx)
 
 

@@ -8,6 +8,7 @@ parsed and checked once per process and compiled per distinct settings.
 """
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any, Mapping
@@ -15,7 +16,7 @@ from typing import Any, Mapping
 from vpolicy.compile.lower import CompiledModule, compile_module
 from vpolicy.engine.runtime import PluginInstance
 from vpolicy.engine.optimize import MODES as ENGINE_MODES
-from vpolicy.engine.session import CompiledPolicy
+from vpolicy.engine.session import OPTIMIZE_BUDGET_S, CompiledPolicy
 from vpolicy.errors import Diagnostic, PolicyError, did_you_mean
 from vpolicy.lang import ast, load_module
 from vpolicy.load import conf as conf_loader
@@ -94,10 +95,11 @@ def from_conf(conf: conf_model.SchedulerConf) -> CompiledPolicy:
             diags.append(Diagnostic("conf.unsupported-action", f"action '{name}' is not implemented and is skipped",
                                     severity="warning"))
     mode = _conf_mode(conf, diags)
+    budget = _conf_budget(conf, diags)
     errors = [d for d in diags if d.severity == "error"]
     if errors:
         raise PolicyError(errors)
-    return CompiledPolicy(actions, tuple(tiers), source=conf.source, mode=mode)
+    return CompiledPolicy(actions, tuple(tiers), source=conf.source, mode=mode, optimize_budget_s=budget)
 
 
 def _conf_mode(conf: conf_model.SchedulerConf, diags: list[Diagnostic]) -> str:
@@ -110,12 +112,59 @@ def _conf_mode(conf: conf_model.SchedulerConf, diags: list[Diagnostic]) -> str:
             continue
         if value not in ENGINE_MODES:
             diags.append(Diagnostic("conf.wrong-type", f"argument 'mode' of action '{entry.name}' must be "
-                                    f"one of {', '.join(ENGINE_MODES)}, not {value!r}", entry.span,
+                                    f"one of {', '.join(ENGINE_MODES)}, not {value!r}",
+                                    entry.argument_spans.get("mode", entry.span),
                                     help=did_you_mean(str(value), ENGINE_MODES)))
             continue
         if value == "optimize":
             mode = "optimize"
     return mode
+
+
+_BUDGET_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m)")
+_BUDGET_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
+UNLIMITED = "unlimited"
+
+
+def _conf_budget(conf: conf_model.SchedulerConf, diags: list[Diagnostic]) -> float | None:
+    """How long optimize mode may work on a session before it keeps Volcano's decisions:
+    `arguments: {mode: optimize, optimizeBudget: 800ms}` beside the mode (default Volcano's schedule
+    period, 1 s). The last entry that says it wins."""
+    budget: float | None = OPTIMIZE_BUDGET_S
+    for entry in conf.action_confs:
+        value = entry.arguments.get("optimizeBudget")
+        if value is None:
+            continue
+        try:
+            budget = parse_budget(value)
+        except ValueError as exc:
+            diags.append(Diagnostic("conf.wrong-type", f"argument 'optimizeBudget' of action '{entry.name}': {exc}",
+                                    entry.argument_spans.get("optimizeBudget", entry.span),
+                                    help="write optimizeBudget: 1s (a bare number is seconds)"))
+    return budget
+
+
+def parse_budget(value: object) -> float | None:
+    """`800ms`, `1s`, `1m30s`, a number of seconds (> 0), or `unlimited` (None); ValueError otherwise."""
+    if not isinstance(value, bool) and isinstance(value, (int, float)) and value > 0:
+        return float(value)
+    text = str(value).strip()
+    if text == UNLIMITED:
+        return None
+    pos, total = 0, 0.0
+    for match in _BUDGET_PART.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _BUDGET_UNITS[match.group(2)]
+        pos = match.end()
+    if not (text and pos == len(text)):
+        try:
+            total = float(text)
+        except ValueError:
+            total = 0.0
+    if isinstance(value, bool) or total <= 0:
+        raise ValueError(f"expected a duration above zero such as 800ms, 1s or 2m, or '{UNLIMITED}', not {value!r}")
+    return total
 
 
 def from_policy_file(path: str | Path) -> CompiledPolicy:

@@ -68,3 +68,5 @@ def write_tables(doc: dict[str, Any], out: TextIO) -> None:
         console.print(pending)
     stats = doc.get("stats", {})
     console.print(f"session: {stats.get('session_ms', 0)} ms")
+    for action, run in (stats.get("optimize") or {}).items():
+        console.print(f"optimize: {action} kept {run['kept']}'s run: {run['why']}")

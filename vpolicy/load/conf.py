@@ -512,7 +512,7 @@ class _Reader:
                            "add 'name: <action>', e.g. 'name: preempt'")
                 continue
             span = self.value_span(entry, "name")
-            arguments = self._arguments(entry, f"action '{name}'")[0] if "arguments" in entry else {}
+            arguments, argument_spans = self._arguments(entry, f"action '{name}'") if "arguments" in entry else ({}, {})
             if not isinstance(name, str) or name not in model.KNOWN_ACTIONS:
                 self.error("conf.unknown-action", f"unknown action '{name}' in configurations", span,
                            _suggest(str(name), model.KNOWN_ACTIONS, "known actions"))
@@ -521,7 +521,7 @@ class _Reader:
                 self.warn("conf.duplicate-configuration", f"action '{name}' is configured twice; the first wins",
                           span, "merge the arguments into the first entry")
                 continue
-            confs.append(model.ActionConf(str(name), arguments, span))
+            confs.append(model.ActionConf(str(name), arguments, span, argument_spans))
         return confs
 
     def _check_hierarchy(self, tiers: list[model.Tier]) -> None:

@@ -155,11 +155,13 @@ class Tier:
 
 @dataclass(frozen=True, slots=True)
 class ActionConf:
-    """One `configurations` entry: arguments for an action (`span` points at its name)."""
+    """One `configurations` entry: arguments for an action (`span` points at its name,
+    `argument_spans` at each argument's value)."""
 
     name: str
     arguments: Mapping[str, object]
     span: Span | None = field(default=None, compare=False)
+    argument_spans: Mapping[str, Span] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """What every action works with: the runtime, the live state, node placement and the session outcome."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
@@ -23,6 +24,12 @@ class ActionContext:
     outcome: Outcome
     actions: tuple[str, ...]
     mode: str = "volcano"  # "optimize": choices among feasible nodes and victims by engine.optimize
+    # perf_counter() time after which an optimize run of an evicting action stops and Volcano's run of
+    # it is kept (the session budget, `CompiledPolicy.optimize_budget_s`); None: no limit
+    deadline: float | None = None
+    optimize_stopped: bool = False  # an optimize run found the budget spent (`out_of_time`)
+    # evicting action -> which run optimize mode kept and why (`optimize.never_worse`)
+    optimize_runs: dict[str, dict[str, str]] = field(default_factory=dict)
     fit_errors: dict[str, FitErrors] = field(default_factory=dict)  # task uid -> why it fits nowhere
     job_reasons: dict[str, str] = field(default_factory=dict)  # job key -> why it was not scheduled
     solver_notes: dict[str, str] = field(default_factory=dict)  # job key -> what the solver proved
@@ -69,6 +76,19 @@ class ActionContext:
     @property
     def optimize(self) -> bool:
         return self.mode == "optimize"
+
+    def budget_spent(self) -> bool:
+        return self.deadline is not None and time.perf_counter() > self.deadline
+
+    def out_of_time(self) -> bool:
+        """Whether an optimize run is past the session budget and must stop where it safely can (its
+        caller, `optimize.never_worse`, then keeps Volcano's run: `optimize_stopped` tells it). Never
+        in volcano mode: Volcano's run always finishes."""
+        if self.mode != "optimize":
+            return False
+        if self.budget_spent():
+            self.optimize_stopped = True
+        return self.optimize_stopped
 
     def statement(self) -> Statement:
         return Statement(self.state, self.outcome)

@@ -44,6 +44,8 @@ def run(ctx: ActionContext) -> None:
         queue = queues.pop()
         jobs = preemptors.get(queue.name)
         while jobs is not None and not jobs.empty():
+            if ctx.out_of_time():
+                return  # only an optimize run stops early, and never_worse then keeps Volcano's
             job = jobs.pop()
             stmt = ctx.statement()
             assigned = False
@@ -71,6 +73,8 @@ def run(ctx: ActionContext) -> None:
             own_hosts = hosts.get(job.queue.name, frozenset()) if runs_own else frozenset()
             own = rt.task_queue(ctx.pending_tasks(job))
             while not own.empty():
+                if ctx.out_of_time():
+                    return
                 preemptor = own.pop()
                 stmt = ctx.statement()
 

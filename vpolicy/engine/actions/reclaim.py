@@ -35,6 +35,8 @@ def run(ctx: ActionContext) -> None:
         tasks[job.key] = rt.task_queue(pending)
 
     while not queues.empty():
+        if ctx.out_of_time():
+            return  # only an optimize run stops early, and never_worse then keeps Volcano's
         queue = queues.pop()
         if rt.overused(queue):
             continue
