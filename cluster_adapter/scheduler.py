@@ -2,7 +2,7 @@
 
 A session runs over the informer cache's snapshot (the same snapshot `vpolicy dry-run` builds from a
 dump) with the compiled policy; its decisions are applied in Volcano's order: evictions, binds (in
-parallel), nominated nodes of pipelined pods, PodGroup and Queue status, then Events.
+parallel), nominated nodes of the pipelined pods evictions made room for, PodGroup and Queue status, then Events.
 
 Guarantees (DESIGN §8):
 - **never applied twice**: binds and evictions carry the pod uid as a precondition, a bind that
@@ -231,7 +231,7 @@ class Scheduler:
         self._evict(decided, report, now)
         self._bind(decided, report, now)
         report.not_applied = []
-        for key, node in sorted(decided.pipelined.items()):
+        for key, node in sorted(decided.nominated.items()):
             pod = self._pod(key)
             if pod is None or (pod.get("status") or {}).get("nominatedNodeName") == node:
                 continue

@@ -73,6 +73,11 @@ def conditions(items: list[dict[str, Any]]) -> list[dict[str, str]]:
     # the same command line, run in this process to keep the suite fast
     pytest.param(SCENARIOS / "reclaim" / "starving_queue_reclaims_from_queue_over_deserved.yaml", False,
                  id="reclaim"),
+    # one preemptor pipelined where its eviction made room (nominated), one in the room left (not)
+    pytest.param(SCENARIOS / "preempt" / "second_preemptor_takes_room_without_a_victim.yaml", False,
+                 id="pipelined-without-eviction-is-not-nominated"),
+    pytest.param(SCENARIOS / "allocate" / "pipeline-onto-releasing-resources.yaml", False,
+                 id="allocate-pipeline-is-not-nominated"),
     pytest.param(SCENARIOS / "deviceshare" / "binpack-prefers-the-fuller-card.yaml", False, id="vgpu-annotations"),
 ])
 def test_scheduler_once_applies_what_dry_run_decides(source: Path, process: bool, emu: EmulatorThread,
@@ -111,7 +116,7 @@ def test_scheduler_once_applies_what_dry_run_decides(source: Path, process: bool
     assert gone == {e["pod"] for e in doc["evictions"]}
     nominated = {f"{ns}/{name}": p["status"]["nominatedNodeName"] for (ns, name), p in pods.items()
                  if (p.get("status") or {}).get("nominatedNodeName")}
-    assert nominated == {k: v for k, v in doc["pipelined"].items() if k in in_api}
+    assert nominated == {k: v for k, v in doc["nominated"].items() if k in in_api}
     for key, expected in doc["podgroups"].items():
         held = emu.call(lambda e, k=key: e.get("podgroups", *k.split("/")))
         if held is None:

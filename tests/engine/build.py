@@ -73,9 +73,11 @@ def eviction(pod_name: str, action: str, for_group: str) -> dict[str, str]:
 
 def document(*, binds: Mapping[str, str] | None = None, pipelined: Mapping[str, str] | None = None,
              evictions: Iterable[Mapping[str, str]] = (),
-             unschedulable: Mapping[str, list[str]] | None = None) -> dict[str, object]:
+             unschedulable: Mapping[str, list[str]] | None = None,
+             nominated: Mapping[str, str] | None = None) -> dict[str, object]:
     """A decision document; pod names without a namespace get `ns/`."""
     def keyed(mapping: Mapping[str, object] | None) -> dict[str, object]:
         return {(k if "/" in k else f"{NS}/{k}"): v for k, v in (mapping or {}).items()}
-    return {"binds": keyed(binds), "pipelined": keyed(pipelined), "evictions": list(evictions),
+    return {"binds": keyed(binds), "pipelined": keyed(pipelined), "nominated": keyed(nominated),
+            "evictions": list(evictions),
             "podgroups": {}, "unschedulable": keyed(unschedulable), "annotations": {}, "stats": {}}

@@ -239,6 +239,14 @@ PIPELINED = {"new-0": "n0"}
                  ["eviction.unknown-pod", "node.over-future-idle"], id="unknown-victim"),
     pytest.param(_contest(), document(pipelined=PIPELINED, evictions=[eviction("old-0", "gangpreempt", "new")]),
                  ["eviction.action-not-configured"], id="unknown-action"),
+    pytest.param(_contest(), document(pipelined=PIPELINED, nominated=PIPELINED,
+                                      evictions=[eviction("old-0", "preempt", "new")]), [],
+                 id="preemptor-nominated-where-it-evicted"),
+    pytest.param(_contest(), document(pipelined=PIPELINED, nominated={"new-0": "n1"},
+                                      evictions=[eviction("old-0", "preempt", "new")]),
+                 ["placement.nominated-not-pipelined"], id="nominated-elsewhere"),
+    pytest.param(_contest(victim_status=TaskStatus.RELEASING), document(pipelined=PIPELINED, nominated=PIPELINED),
+                 ["placement.nominated-without-eviction"], id="nominated-onto-room-being-released"),
 ])
 def test_evictions_follow_preempt_and_reclaim_rules(world: ClusterSnapshot, doc: dict[str, object],
                                                     expected: list[str]) -> None:

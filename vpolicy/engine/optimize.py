@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import numpy as np
 
 from vpolicy.engine.state import NodeArrays, NodeInfo, TaskInfo
+from vpolicy.engine.statement import undo
 from vpolicy.model.resources import CPU, MEMORY, Resources
 from vpolicy.model.snapshot import TaskStatus
 
@@ -344,7 +345,7 @@ def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo,
         for victim in ordered_victims(ctx, choice.victims, preemptor):
             local.evict(victim, action=action, for_job=preemptor.job.key, rule=rules[choice.node.name])
         if fits(choice.node):
-            local.pipeline(preemptor, choice.node.name)
+            local.pipeline(preemptor, choice.node.name, eviction_occurred=local.evicts())
             stmt.merge(local)
             return True
         local.discard()
@@ -429,7 +430,7 @@ def _undo(ctx: "ActionContext", trial: _Trial, versions: np.ndarray, lists: dict
     for op in reversed(trial.journal):
         if op.kind == "evict":
             op.task.evicted = False
-        state.set_status(op.task, op.prev_status, op.prev_node)
+        undo(state, op)
     _put_lists(ctx, versions, lists)
     outcome = ctx.outcome
     dispatched, pipelined, evicted = trial.marks
@@ -450,10 +451,11 @@ def _changed_since(ctx: "ActionContext", versions: np.ndarray) -> list[NodeInfo]
 
 @dataclass(slots=True)
 class _Ended:
-    """Where a trial left the session: each committed operation's task status and node (in the
-    operations' order), the task lists of the nodes it changed, and what it added to the outcome."""
+    """Where a trial left the session: each committed operation's task status, node and nomination
+    flag (in the operations' order), the task lists of the nodes it changed, and what it added to the
+    outcome."""
 
-    ends: list[tuple["Operation", TaskStatus, str]]
+    ends: list[tuple["Operation", TaskStatus, str, bool]]
     lists: dict[str, list[TaskInfo]]
     added: tuple[list[TaskInfo], list[TaskInfo], list["Operation"]]
 
@@ -461,15 +463,16 @@ class _Ended:
     def of(cls, ctx: "ActionContext", trial: _Trial, versions: np.ndarray) -> "_Ended":
         outcome = ctx.outcome
         dispatched, pipelined, evicted = trial.marks
-        return cls([(op, op.task.status, op.task.node_name) for op in trial.journal],
+        return cls([(op, op.task.status, op.task.node_name, op.task.eviction_occurred) for op in trial.journal],
                    {node.name: list(node.tasks) for node in _changed_since(ctx, versions)},
                    (outcome.dispatched[dispatched:], outcome.pipelined[pipelined:], outcome.evicted[evicted:]))
 
     def restore(self, ctx: "ActionContext") -> None:
         """Put the session back where the trial left it (from where it started)."""
         state = ctx.state
-        for op, status, node_name in self.ends:
+        for op, status, node_name, eviction_occurred in self.ends:
             state.set_status(op.task, status, node_name)
+            op.task.eviction_occurred = eviction_occurred
             if op.kind == "evict":
                 op.task.evicted = True
         # every node the trial changed, also where only a discarded statement reordered its tasks

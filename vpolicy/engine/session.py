@@ -131,6 +131,8 @@ def close_session(ctx: ActionContext) -> Decisions:
         for task in job.tasks:
             if task.status is TaskStatus.PIPELINED:
                 d.pipelined[task.key] = task.node_name
+                if task.eviction_occurred:
+                    d.nominated[task.key] = task.node_name
     for op in outcome.evicted:
         d.evictions.append(Eviction(op.task.key, op.action, op.for_job, op.rule))
     for job in state.jobs.values():

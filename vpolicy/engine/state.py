@@ -28,7 +28,7 @@ _ON_NODE_AT_OPEN = ALLOCATED_STATUSES | {TaskStatus.RELEASING}  # a snapshot hol
 class TaskInfo:
     __slots__ = ("pod", "job", "status", "node_name", "uid", "name", "namespace", "key", "resreq",
                  "priority", "role", "best_effort", "preemptable", "labels", "annotations", "order_index",
-                 "priority_class_name", "node_selector", "original_status", "evicted")
+                 "priority_class_name", "node_selector", "original_status", "evicted", "eviction_occurred")
 
     def __init__(self, pod: snap.Pod, job: "JobInfo | None"):
         self.pod = pod
@@ -51,6 +51,9 @@ class TaskInfo:
         self.node_selector = pod.node_selector
         self.order_index = pod.order_index
         self.evicted = False
+        # pipelined where evictions for it made the room (Volcano's TransactionContext.EvictionOccurred):
+        # only such a pod is given status.nominatedNodeName
+        self.eviction_occurred = False
 
     @property
     def queue(self) -> "QueueInfo | None":

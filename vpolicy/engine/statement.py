@@ -23,6 +23,7 @@ class Operation:
     action: str = ""
     for_job: str = ""
     rule: str = ""
+    prev_eviction_occurred: bool = False  # the task's flag before a pipeline set it
 
 
 @dataclass(slots=True)
@@ -46,9 +47,17 @@ class Statement:
         self.ops.append(Operation("allocate", task, task.status, task.node_name))
         self.state.set_status(task, TaskStatus.ALLOCATED, node)
 
-    def pipeline(self, task: TaskInfo, node: str) -> None:
-        self.ops.append(Operation("pipeline", task, task.status, task.node_name))
+    def pipeline(self, task: TaskInfo, node: str, *, eviction_occurred: bool = False) -> None:
+        """`eviction_occurred`: this statement evicted for `task` on `node` (preempt, reclaim), which is
+        when Volcano nominates the node for the pod."""
+        self.ops.append(Operation("pipeline", task, task.status, task.node_name,
+                                  prev_eviction_occurred=task.eviction_occurred))
         self.state.set_status(task, TaskStatus.PIPELINED, node)
+        task.eviction_occurred = eviction_occurred
+
+    def evicts(self) -> bool:
+        """Whether the statement holds an eviction (a per-node statement: evictions for one preemptor)."""
+        return any(op.kind == "evict" for op in self.ops)
 
     def evict(self, task: TaskInfo, *, action: str, for_job: str, rule: str) -> None:
         self.ops.append(Operation("evict", task, task.status, task.node_name, action=action, for_job=for_job,
@@ -61,7 +70,7 @@ class Statement:
 
     def discard(self) -> None:
         for op in reversed(self.ops):
-            self.state.set_status(op.task, op.prev_status, op.prev_node)
+            undo(self.state, op)
         self.ops = []
 
     def commit(self) -> None:
@@ -77,3 +86,10 @@ class Statement:
             elif op.kind == "pipeline" and op.task.status is TaskStatus.PIPELINED:
                 self.outcome.pipelined.append(op.task)
         self.ops = []
+
+
+def undo(state: SessionState, op: Operation) -> None:
+    """The task of `op` as it was before the operation (status, node, nomination flag)."""
+    state.set_status(op.task, op.prev_status, op.prev_node)
+    if op.kind == "pipeline":
+        op.task.eviction_occurred = op.prev_eviction_occurred

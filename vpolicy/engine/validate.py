@@ -61,6 +61,7 @@ class _Decided:
     pipelined: Mapping[str, str]
     evictions: tuple[Mapping[str, str], ...]
     unschedulable: Mapping[str, object]
+    nominated: Mapping[str, str]
 
     @property
     def evicted(self) -> frozenset[str]:
@@ -141,6 +142,28 @@ def _check_placements(world: _World, decided: _Decided) -> list[Violation]:
         found.append(Violation("placement.bound-and-pipelined",
                                f"pod {key} is both bound (to {decided.binds[key]}) and pipelined "
                                f"(to {decided.pipelined[key]})", key))
+    return found + _nomination_problems(world, decided)
+
+
+def _nomination_problems(world: _World, decided: _Decided) -> list[Violation]:
+    """A nominated pod is pipelined to that node, and something was evicted there for its job (Volcano
+    nominates a node only for a preemptor whose own evictions made its room)."""
+    found: list[Violation] = []
+    evicted_for: set[tuple[str, str]] = set()
+    for eviction in decided.evictions:
+        victim = world.pods.get(eviction.get("pod", ""))
+        if victim is not None:
+            evicted_for.add((eviction.get("for", ""), victim.node_name))
+    for key, node_name in sorted(decided.nominated.items()):
+        if decided.pipelined.get(key) != node_name:
+            found.append(Violation("placement.nominated-not-pipelined",
+                                   f"pod {key} is nominated to {node_name} but not pipelined there", key))
+            continue
+        pod = world.pods.get(key)
+        if pod is not None and (_group_key(pod), node_name) not in evicted_for:
+            found.append(Violation("placement.nominated-without-eviction",
+                                   f"pod {key} is nominated to {node_name}, but nothing was evicted there for "
+                                   f"{_group_key(pod)}", key))
     return found
 
 
@@ -387,13 +410,14 @@ def _read(document: Mapping[str, object]) -> _Decided:
     contract, not a policy violation, so it raises)."""
     binds = _string_map(document.get("binds", {}), "binds")
     pipelined = _string_map(document.get("pipelined", {}), "pipelined")
+    nominated = _string_map(document.get("nominated", {}), "nominated")
     evictions = document.get("evictions", [])
     unschedulable = document.get("unschedulable", {})
     if not isinstance(evictions, list) or not all(isinstance(e, Mapping) for e in evictions):
         raise TypeError("document['evictions'] must be a list of objects")
     if not isinstance(unschedulable, Mapping):
         raise TypeError("document['unschedulable'] must be an object")
-    return _Decided(binds, pipelined, tuple(evictions), unschedulable)
+    return _Decided(binds, pipelined, tuple(evictions), unschedulable, nominated)
 
 
 def _string_map(value: object, name: str) -> Mapping[str, str]:

@@ -40,8 +40,10 @@ def write_tables(doc: dict[str, Any], out: TextIO) -> None:
                      title_justify="left")
         pipe.add_column("pod")
         pipe.add_column("node")
+        pipe.add_column("nominated")
+        nominated = doc.get("nominated") or {}
         for pod, node in doc["pipelined"].items():
-            pipe.add_row(pod, node)
+            pipe.add_row(pod, node, "yes" if pod in nominated else "")
         console.print(pipe)
     if doc["evictions"]:
         ev = Table(title=f"Evictions ({len(doc['evictions'])})", title_justify="left")

@@ -47,6 +47,7 @@ MISPLACED_HEADER = "scenario.misplaced-header"
 EXPECT_EXAMPLES = {
     "binds": "{namespace/pod: node}", "binds_include": "{namespace/pod: node}", "binds_exclude": "[namespace/pod]",
     "pipelined": "{namespace/pod: node}", "pipelined_include": "{namespace/pod: node}",
+    "nominated": "{namespace/pod: node}",
     "evictions": "[namespace/pod]", "evictions_include": "[namespace/pod]",
     "podgroups": "{namespace/podgroup: Inqueue}", "unschedulable": "[namespace/pod]",
     "unschedulable_reasons": '{namespace/pod: "Insufficient cpu"}',
@@ -58,7 +59,7 @@ LIST_EXPECTATIONS = tuple(k for k in EXPECT_KEYS if k not in MAP_EXPECTATIONS)
 POLICY_KEYS = ("conf", "conf_file", "policy")
 HEADER_KEYS = ("apiVersion", "kind", "name", "description", *POLICY_KEYS, "expect", "xfail")
 # What the values of each map expectation name (keys always name pods, except for podgroups).
-_NODE_VALUED = frozenset({"binds", "binds_include", "pipelined", "pipelined_include"})
+_NODE_VALUED = frozenset({"binds", "binds_include", "pipelined", "pipelined_include", "nominated"})
 _PHASES = tuple(p.value for p in PodGroupPhase)
 # The loader's warning for the header document, which is ours, not a cluster object.
 _HEADER_WARNING = f"ignoring kind {KIND} "
@@ -75,6 +76,7 @@ class Expect:
     binds_exclude: tuple[str, ...] | None = None
     pipelined: Mapping[str, str] | None = None
     pipelined_include: Mapping[str, str] | None = None
+    nominated: Mapping[str, str] | None = None
     evictions: tuple[str, ...] | None = None
     evictions_include: tuple[str, ...] | None = None
     podgroups: Mapping[str, str] | None = None

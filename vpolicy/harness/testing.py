@@ -232,6 +232,10 @@ def _pipelined_include(expected: Mapping[str, str], d: Decisions) -> list[str]:
     return _placements(expected, d.pipelined, d, what="pipelined", exact=False)
 
 
+def _nominated(expected: Mapping[str, str], d: Decisions) -> list[str]:
+    return _placements(expected, d.nominated, d, what="nominated", exact=True)
+
+
 def _binds_exclude(pods: Sequence[str], d: Decisions) -> list[str]:
     return [f"+ {pod} -> {d.binds[pod]}: bound, but must not be" for pod in sorted(pods) if pod in d.binds]
 
@@ -282,7 +286,7 @@ def _unschedulable_reasons(expected: Mapping[str, str], d: Decisions) -> list[st
 
 _CHECKS: dict[str, Callable[[Any, Decisions], list[str]]] = {
     "binds": _binds, "binds_include": _binds_include, "binds_exclude": _binds_exclude,
-    "pipelined": _pipelined, "pipelined_include": _pipelined_include,
+    "pipelined": _pipelined, "pipelined_include": _pipelined_include, "nominated": _nominated,
     "evictions": _evictions, "evictions_include": _evictions_include,
     "podgroups": _podgroups, "unschedulable": _unschedulable, "unschedulable_reasons": _unschedulable_reasons,
 }

@@ -29,6 +29,9 @@ class PodGroupStatus:
 class Decisions:
     binds: dict[str, str] = field(default_factory=dict)
     pipelined: dict[str, str] = field(default_factory=dict)
+    # the pipelined pods whose own evictions made their room: the live scheduler writes their
+    # status.nominatedNodeName, as Volcano does (a pod pipelined onto room being released is not nominated)
+    nominated: dict[str, str] = field(default_factory=dict)
     evictions: list[Eviction] = field(default_factory=list)
     podgroups: dict[str, PodGroupStatus] = field(default_factory=dict)
     unschedulable: dict[str, list[str]] = field(default_factory=dict)
@@ -40,6 +43,7 @@ class Decisions:
         return {
             "binds": dict(sorted(self.binds.items())),
             "pipelined": dict(sorted(self.pipelined.items())),
+            "nominated": dict(sorted(self.nominated.items())),
             "evictions": [
                 {"pod": e.pod, "action": e.action, "for": e.for_job, "rule": e.rule} for e in self.evictions
             ],

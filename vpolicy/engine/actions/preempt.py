@@ -154,7 +154,7 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
             local.evict(victim, action="preempt", for_job=preemptor.job.key,
                         rule=rule.label.location if rule else "")
         if _fits(ctx, queue, preemptor, node):
-            local.pipeline(preemptor, node.name)
+            local.pipeline(preemptor, node.name, eviction_occurred=local.evicts())
             stmt.merge(local)
             return True
         local.discard()

@@ -97,7 +97,7 @@ def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobIn
             local.evict(victim, action="reclaim", for_job=job.key, rule=rule.label.location if rule else "")
             available = available + victim.resreq
         if fits(task.resreq, available):
-            local.pipeline(task, node.name)
+            local.pipeline(task, node.name, eviction_occurred=local.evicts())
             stmt.merge(local)
             return True
         local.discard()
