@@ -113,6 +113,29 @@ def pod_event(*, namespace: str, pod: str, uid: str, reason: str, message: str, 
     }
 
 
+def pod_status_changes(pod: Mapping[str, Any], condition: Mapping[str, str] | None, nominated: str | None,
+                       now: float) -> dict[str, Any]:
+    """The pod `status` fields to patch so that it shows this session's PodScheduled=False condition
+    and nominated node, as Volcano's taskUnschedulable writes them; empty when it already shows both.
+
+    The condition is rewritten when its status, reason or message differ (its lastTransitionTime moves
+    only when the status does); the nominated node is written when set and different, and never
+    cleared: a preemptor still waiting for its victims to go keeps the node its evictions chose."""
+    status = pod.get("status") or {}
+    changes: dict[str, Any] = {}
+    if condition is not None:
+        held = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+        wanted = {"type": "PodScheduled", "status": "False", "reason": condition["reason"],
+                  "message": condition["message"]}
+        if held is None or any(held.get(k) != v for k, v in wanted.items()):
+            same_status = held is not None and held.get("status") == "False" and held.get("lastTransitionTime")
+            wanted["lastTransitionTime"] = held["lastTransitionTime"] if same_status else rfc3339(now)
+            changes["conditions"] = [wanted]
+    if nominated and status.get("nominatedNodeName") != nominated:
+        changes["nominatedNodeName"] = nominated
+    return changes
+
+
 def split_key(key: str) -> tuple[str, str]:
     namespace, _, name = key.partition("/")
     return namespace, name

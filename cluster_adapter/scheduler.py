@@ -63,6 +63,7 @@ class SessionReport:
     evicted: list[str] = field(default_factory=list)
     evict_failed: dict[str, str] = field(default_factory=dict)
     nominated: list[str] = field(default_factory=list)
+    pod_conditions: list[str] = field(default_factory=list)  # pods whose PodScheduled condition was written
     podgroups_written: list[str] = field(default_factory=list)
     queues_written: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # key -> why no write was attempted
@@ -231,15 +232,7 @@ class Scheduler:
         self._evict(decided, report, now)
         self._bind(decided, report, now)
         report.not_applied = []
-        for key, node in sorted(decided.nominated.items()):
-            pod = self._pod(key)
-            if pod is None or (pod.get("status") or {}).get("nominatedNodeName") == node:
-                continue
-            written = self.status.nominate(*convert.split_key(key), node)
-            if written is not None:
-                self.cache.apply_newer("pods", written)
-                report.nominated.append(key)
-                self.metrics.status_writes.labels(kind="pod").inc()
+        self._write_pods(decided, report, now)
         for key, status in sorted(decided.podgroups.items()):
             self._write_podgroup(key, status, report, now, session_id)
         for name, entry in sorted(decided.queues.items()):
@@ -336,6 +329,25 @@ class Scheduler:
         """Whether the pod names this scheduler (an unwritten schedulerName counts as ours, as in the engine)."""
         name = (pod.get("spec") or {}).get("schedulerName") or self.settings.scheduler_name
         return bool(name == self.settings.scheduler_name)
+
+    def _write_pods(self, decided: model_decisions.Decisions, report: SessionReport, now: float) -> None:
+        """The PodScheduled=False condition of every pod of ours left unbound, with the nominated node
+        of a preemptor whose evictions made its room, in one status patch per pod that changed."""
+        for key in sorted(set(decided.pod_conditions) | set(decided.nominated)):
+            pod = self._pod(key)
+            if pod is None or not self._ours(pod):
+                continue
+            changes = convert.pod_status_changes(pod, decided.pod_conditions.get(key), decided.nominated.get(key),
+                                                 now)
+            written = self.status.pod(*convert.split_key(key), changes)
+            if written is None:
+                continue
+            self.cache.apply_newer("pods", written)
+            self.metrics.status_writes.labels(kind="pod").inc()
+            if "nominatedNodeName" in changes:
+                report.nominated.append(key)
+            if "conditions" in changes:
+                report.pod_conditions.append(key)
 
     def _write_podgroup(self, key: str, status: model_decisions.PodGroupStatus, report: SessionReport, now: float,
                         session_id: str) -> None:

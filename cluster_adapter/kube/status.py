@@ -1,4 +1,5 @@
-"""Write what a session concluded onto the objects: PodGroup status, Queue status, nominated nodes.
+"""Write what a session concluded onto the objects: PodGroup status, Queue status, pod conditions and
+nominated nodes.
 
 - **PodGroup**: the CRD has no status subresource, so the whole `status` goes through the main
   endpoint as a merge patch carrying the resourceVersion it was computed from (the list of
@@ -7,7 +8,8 @@
   (derived from a vcjob the controller has not processed): nothing to write.
 - **Queue**: `status` subresource, merge patch of only the fields that changed (allocated as
   quantities, the podgroup counters, state).
-- **nominatedNodeName** of pipelined pods: strategic merge patch of the pod's status.
+- **Pod** `status`: the PodScheduled=False condition of a pod not bound, and the nominatedNodeName of
+  a preemptor, in one strategic merge patch (conditions merge by `type`, so other conditions stay).
 
 Nothing is written when nothing changed, so a quiet cluster sees no writes. Each write returns the
 server's new object, which the caller may feed back into its cache.
@@ -65,10 +67,13 @@ class StatusWriter:
         except APINotFound:
             return None  # root/default exist only in the snapshot until Volcano's controllers create them
 
-    def nominate(self, namespace: str, name: str, node: str) -> dict[str, Any] | None:
+    def pod(self, namespace: str, name: str, changes: dict[str, Any]) -> dict[str, Any] | None:
+        """Patch a pod's status with `changes` (`convert.pod_status_changes`); None when there are none
+        or the pod is gone."""
+        if not changes:
+            return None
         try:
-            return retry.attempt(
-                lambda: self.client.patch_pod_status(namespace, name, {"status": {"nominatedNodeName": node}}),
-                settings=self.settings, gate=self.gate, on_error=self.on_error, sleep=self.sleep)
+            return retry.attempt(lambda: self.client.patch_pod_status(namespace, name, {"status": changes}),
+                                 settings=self.settings, gate=self.gate, on_error=self.on_error, sleep=self.sleep)
         except APINotFound:
             return None

@@ -143,12 +143,22 @@ def close_session(ctx: ActionContext) -> Decisions:
         for task in job.tasks:
             if task.status is TaskStatus.PENDING and not task.evicted:
                 d.unschedulable[task.key] = _reasons(ctx, job, task.uid, gang_message)
+                own_errors = task.uid in ctx.fit_errors
+                d.pod_conditions[task.key] = _condition("Unschedulable" if own_errors else "Undetermined",
+                                                        "; ".join(d.unschedulable[task.key]))
             elif task.status is TaskStatus.ALLOCATED:
                 # placed by a statement that was neither committed nor discarded (a pipelined gang):
                 # it holds the node's resources this session but is not bound (reference §4.2)
                 d.unschedulable[task.key] = [
                     f"held on {task.node_name} for its gang, which is pipelined but not ready: not bound "
                     "this session"]
+                d.pod_conditions[task.key] = _condition(
+                    "Schedulable", f"Pod {task.key} can possibly be assigned to {task.node_name}, once "
+                    "minAvailable is satisfied")
+            elif task.status is TaskStatus.PIPELINED:
+                d.pod_conditions[task.key] = _condition(
+                    "Unschedulable", f"Pod {task.key} can possibly be assigned to {task.node_name}, once "
+                    "resource is released and minAvailable is satisfied")
     _orphan_reasons(state, d)
     for queue in state.queues.values():
         tree = [queue, *queue.descendants()]
@@ -159,6 +169,13 @@ def close_session(ctx: ActionContext) -> Decisions:
             **{k.lower(): counts.get(k, 0) for k in ("Pending", "Inqueue", "Running", "Unknown", "Completed")},
         }
     return d
+
+
+def _condition(reason: str, message: str) -> dict[str, str]:
+    """The PodScheduled=False condition of a task not bound this session, as Volcano's
+    TaskSchedulingReason words it: Unschedulable (its own fit errors, or pipelined), Undetermined
+    (not tried for a reason of its job), Schedulable (held for its gang)."""
+    return {"reason": reason, "message": message}
 
 
 def _orphan_reasons(state: SessionState, d: Decisions) -> None:

@@ -35,6 +35,9 @@ class Decisions:
     evictions: list[Eviction] = field(default_factory=list)
     podgroups: dict[str, PodGroupStatus] = field(default_factory=dict)
     unschedulable: dict[str, list[str]] = field(default_factory=dict)
+    # pod key -> the PodScheduled=False condition Volcano writes on a pod of a job left pending,
+    # held for its gang or pipelined: {"reason": Unschedulable | Undetermined | Schedulable, "message"}
+    pod_conditions: dict[str, dict[str, str]] = field(default_factory=dict)
     annotations: dict[str, dict[str, str]] = field(default_factory=dict)
     queues: dict[str, dict[str, object]] = field(default_factory=dict)
     stats: dict[str, object] = field(default_factory=dict)
@@ -52,6 +55,7 @@ class Decisions:
                 for k, s in sorted(self.podgroups.items())
             },
             "unschedulable": dict(sorted(self.unschedulable.items())),
+            "pod_conditions": dict(sorted(self.pod_conditions.items())),
             "annotations": dict(sorted(self.annotations.items())),
             "queues": dict(sorted(self.queues.items())),
             "stats": self.stats,
