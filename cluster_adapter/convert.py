@@ -128,8 +128,8 @@ def pod_status_changes(pod: Mapping[str, Any], condition: Mapping[str, str] | No
         wanted = {"type": "PodScheduled", "status": "False", "reason": condition["reason"],
                   "message": condition["message"]}
         if held is None or any(held.get(k) != v for k, v in wanted.items()):
-            same_status = held is not None and held.get("status") == "False" and held.get("lastTransitionTime")
-            wanted["lastTransitionTime"] = held["lastTransitionTime"] if same_status else rfc3339(now)
+            since = held.get("lastTransitionTime") if held is not None and held.get("status") == "False" else None
+            wanted["lastTransitionTime"] = since or rfc3339(now)
             changes["conditions"] = [wanted]
     if nominated and status.get("nominatedNodeName") != nominated:
         changes["nominatedNodeName"] = nominated

@@ -15,7 +15,7 @@ import logging
 import signal
 import sys
 import threading
-from typing import Any
+from typing import Any, cast
 
 from cluster_adapter.config import ApplySettings, ClientSettings, LeaderSettings
 from cluster_adapter.controllers import framework
@@ -127,7 +127,7 @@ def main_webhook(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"error[webhook.tls]: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    host, port = server.server_address[:2]
+    host, port = cast(tuple[str, int], server.server_address[:2])  # getsockname() of an AF_INET socket
     print(f"serving admission webhooks on https://{host}:{port}", flush=True)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -28,7 +28,7 @@ import logging
 import zoneinfo
 from typing import Any
 
-from croniter import croniter
+from croniter import croniter  # type: ignore[import-untyped]  # reason: croniter ships no type hints
 
 from cluster_adapter.controllers import names
 from cluster_adapter.controllers.api import CRONJOBS, JOBS
@@ -117,9 +117,9 @@ class CronJobController(Controller):
                 active = []
                 status["active"] = active
         if scheduled is not None:
-            job = self._create_job(cron, scheduled)
-            if job is not None:
-                active.append(_reference(job))
+            created = self._create_job(cron, scheduled)
+            if created is not None:
+                active.append(_reference(created))
                 status["lastScheduleTime"] = rfc3339(scheduled)
         self._cleanup(spec, jobs.values(), active)
         self._write(cron, status)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from cluster_adapter.controllers import framework
 from cluster_adapter.controllers.api import Api
@@ -142,9 +142,9 @@ class ControllerManager:
         self.lost_lease.set()
 
 
-def _union(groups: Sequence[tuple[Resource, ...]] | object) -> tuple[Resource, ...]:
+def _union(groups: Iterable[tuple[Resource, ...]]) -> tuple[Resource, ...]:
     seen: dict[str, Resource] = {}
-    for group in groups:  # type: ignore[attr-defined]  # reason: any iterable of resource tuples
+    for group in groups:
         for res in group:
             seen.setdefault(res.name, res)
     return tuple(seen.values())

@@ -5,6 +5,8 @@ scheduler, `vcctl` and our loader (`vpolicy.load.vcjob`) alike.
 """
 from __future__ import annotations
 
+from typing import Any
+
 JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 JOB_KIND = "Job"
 CRONJOB_KIND = "CronJob"
@@ -39,13 +41,14 @@ DEFAULT_SCHEDULER_NAME = "volcano"
 DEFAULT_MAX_RETRY = 3  # the job webhook's default
 
 
-def owner_reference(obj: dict, *, api_version: str, kind: str, controller: bool = True) -> dict:
+def owner_reference(obj: dict[str, Any], *, api_version: str, kind: str,
+                    controller: bool = True) -> dict[str, Any]:
     meta = obj.get("metadata") or {}
     return {"apiVersion": api_version, "kind": kind, "name": meta.get("name", ""), "uid": meta.get("uid", ""),
             "controller": controller, "blockOwnerDeletion": True}
 
 
-def controller_of(obj: dict) -> dict | None:
+def controller_of(obj: dict[str, Any]) -> dict[str, Any] | None:
     """The ownerReference with `controller: true`, if any (metav1.GetControllerOf)."""
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if isinstance(ref, dict) and ref.get("controller"):
@@ -53,6 +56,6 @@ def controller_of(obj: dict) -> dict | None:
     return None
 
 
-def controlled_by(obj: dict, *, kind: str, api_version: str) -> bool:
+def controlled_by(obj: dict[str, Any], *, kind: str, api_version: str) -> bool:
     ref = controller_of(obj)
     return ref is not None and ref.get("kind") == kind and ref.get("apiVersion") == api_version

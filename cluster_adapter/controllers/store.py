@@ -17,6 +17,7 @@ Readers get deep copies: controllers build new objects from them freely.
 """
 from __future__ import annotations
 
+import builtins
 import copy
 import logging
 import threading
@@ -86,13 +87,13 @@ class Store:
             return copy.deepcopy(obj) if obj is not None else None
 
     def list(self, resource: str, namespace: str | None = None,
-             where: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
+             where: Callable[[dict[str, Any]], bool] | None = None) -> builtins.list[dict[str, Any]]:
         with self._lock:
             found = [o for (ns, _), o in sorted(self._objects.get(resource, {}).items())
                      if (namespace is None or ns == namespace) and (where is None or where(o))]
             return copy.deepcopy(found)
 
-    def owned_by(self, resource: str, namespace: str, uid: str) -> list[dict[str, Any]]:
+    def owned_by(self, resource: str, namespace: str, uid: str) -> builtins.list[dict[str, Any]]:
         """Objects of `resource` in `namespace` whose controller ownerReference has this uid."""
         def owned(obj: dict[str, Any]) -> bool:
             return any(isinstance(r, dict) and r.get("uid") == uid and r.get("controller")
@@ -127,7 +128,7 @@ class Store:
             self._objects.get(resource, {}).pop((namespace, name), None)
 
     # helpers -----------------------------------------------------------------------------------------
-    def _notify(self, resource: str, changes: list[tuple[str, dict[str, Any], dict[str, Any] | None]]) -> None:
+    def _notify(self, resource: str, changes: builtins.list[tuple[str, dict[str, Any], dict[str, Any] | None]]) -> None:
         for change in changes:
             for handler in self._handlers.get(resource, []):
                 try:

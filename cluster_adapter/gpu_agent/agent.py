@@ -98,7 +98,7 @@ def _on_node(pod: Mapping[str, Any], node: str) -> bool:
 
 
 def _reservations(pods: Sequence[Mapping[str, Any]], problems: list[str]) -> list[gpu.MigAllocation]:
-    out = []
+    out: list[gpu.MigAllocation] = []
     for pod in pods:
         text = (pod.get("metadata", {}).get("annotations") or {}).get(gpu.MIG_ALLOCATIONS)
         if not text:

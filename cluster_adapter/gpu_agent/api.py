@@ -51,9 +51,11 @@ class KubernetesNodeApi:
         cfg = kubernetes.client.Configuration()
         try:
             if kubeconfig:
-                kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+                kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]  # reason: untyped in the client
+                    config_file=kubeconfig, client_configuration=cfg)
             else:
-                kubernetes.config.load_incluster_config(client_configuration=cfg)
+                kubernetes.config.load_incluster_config(  # type: ignore[no-untyped-call]  # reason: as above
+                    client_configuration=cfg)
         except (kubernetes.config.ConfigException, OSError, ValueError) as exc:
             raise ApiFailure(f"cannot load the cluster configuration: {exc}") from exc
         cfg.retries = 0
@@ -110,8 +112,10 @@ def run_once(agent: Agent, api: NodeApi, *, now: float, env_dir: Path | None = N
     if tick.pods and held:  # the pods are handed out: release the scheduler's node lock (§8.4)
         node_patch = {"metadata": {"annotations": {**node_patch["metadata"]["annotations"],
                                                    **{k: None for k in held}}}}
-    for verb, call in (("register node", lambda: api.patch_node(name, node_patch)),
-                       ("advertise resources", lambda: api.patch_node_status(name, tick.status_patch))):
+    writes: tuple[tuple[str, Callable[[], None]], ...] = (
+        ("register node", lambda: api.patch_node(name, node_patch)),
+        ("advertise resources", lambda: api.patch_node_status(name, tick.status_patch)))
+    for verb, call in writes:
         try:
             call()
             report.written.append(verb)

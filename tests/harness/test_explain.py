@@ -305,3 +305,16 @@ def test_dry_run_explain_adds_a_reason_per_pending_pod(queues_cluster: str, caps
     assert "explain" not in dryrun.dry_run([queues_cluster]).document()
     assert cli.main(["dry-run", "--cluster", queues_cluster, "--explain"]) == 0
     assert "Why pending (2)" in capsys.readouterr().out
+
+
+def test_a_failed_comparison_of_pod_slots_alone_still_renders() -> None:
+    """`le(request, idle)` where the only dimension besides none is `pods` (a BestEffort pod on a node
+    out of pod slots): the explanation shows both vectors instead of failing to render."""
+    from vpolicy.compile import ir
+    from vpolicy.harness import explain_render
+
+    class Values:
+        def value(self, term: ir.Term, env: dict[str, object]) -> object:
+            return Resources({"pods": 1}) if term == ir.Var("request") else Resources({"pods": 0})
+    text = explain_render._fact(ir.Apply("le", (ir.Var("request"), ir.Var("idle"))), Values(), {}, False)  # type: ignore[arg-type]  # reason: a stub evaluator
+    assert text.startswith("request = ") and " > idle = " in text

@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from vpolicy.admission.common import Queues, Violation, integer
 
@@ -72,7 +72,8 @@ def validate_job(job: Mapping[str, Any], *, queues: Queues | None = None,
     if old is not None:
         return _validate_update(job, old)
     out: list[Violation] = []
-    spec = job.get("spec") if isinstance(job.get("spec"), Mapping) else {}
+    spec: Mapping[str, Any] = (cast(Mapping[str, Any], job.get("spec")) if isinstance(job.get("spec"), Mapping)
+                               else {})
     tasks = [t for t in spec.get("tasks") or [] if isinstance(t, Mapping)]
     if not tasks:
         out.append(Violation("admission.job-no-tasks", "spec.tasks", "no task specified in job spec"))

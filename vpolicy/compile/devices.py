@@ -23,7 +23,7 @@ the score). The DSL's built-ins at the bottom read a node's cards through the `C
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from vpolicy.model import gpu
 
@@ -121,7 +121,7 @@ def allocate(requests: Sequence[gpu.DeviceRequest], cards: Sequence[CardState], 
         if len(options) < req.nums:
             return Unfit(NO_ROOM)
         options.sort(key=lambda o: (o[0], o[1], o[2]))
-        chosen = []
+        chosen: list[gpu.ContainerDevice] = []
         for cost, _memory, _rank, state, (device, mig) in options[:req.nums]:
             after = state.plus(device)
             working[state.card.index] = after
@@ -271,7 +271,7 @@ def mig_reconfigurations(task: Any, cards: CardSource | None, policy: str) -> in
     return found.reconfigurations if isinstance(found, Assignment) else 0
 
 
-FUNCTIONS = {
+FUNCTIONS: dict[str, Callable[..., Any]] = {
     "vgpu_requested": vgpu_requested,
     "vgpu_fits": vgpu_fits,
     "vgpu_unfit_reason": vgpu_unfit_reason,

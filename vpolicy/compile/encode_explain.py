@@ -89,7 +89,8 @@ def var(prefix: str, c: int, k: int) -> str:
 def encode(tasks: list[TaskClass], nodes: list[NodeClass], *, exclusions: list[Exclusion],
            limits: list[Limit], needs: list[Need], tasks_label: ir.Label) -> Encoding:
     """All groups for one job; `tasks_label` labels the job's own task counts."""
-    x = {(c, k): ir.Sym(var(_PREFIX, c, k)) for c in range(len(tasks)) for k in range(len(nodes))}
+    x: dict[tuple[int, int], ir.Term] = {(c, k): ir.Sym(var(_PREFIX, c, k))
+                                         for c in range(len(tasks)) for k in range(len(nodes))}
     hard = tuple(ir.op(">=", v, ir.Const(0)) for v in x.values())
     groups: list[tuple[ir.Label, tuple[ir.Term, ...]]] = []
     for e in exclusions:

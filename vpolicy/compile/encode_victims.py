@@ -29,7 +29,7 @@ only intersect. This module builds terms only (it never imports the solver).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from vpolicy.compile import ir
 from vpolicy.lang import builtins
@@ -276,7 +276,7 @@ def _define(world: World, name: str, value: Any) -> Any:
 
 
 def _bool(world: World, t: ir.Term, env: dict[str, Any]) -> ir.Term:
-    v = _value(world, t, env)
+    v: ir.Term | Obj | Vec = _value(world, t, env)
     if isinstance(v, (Obj, Vec)):
         raise Unsupported("object or vector used as a condition")
     return v
@@ -443,7 +443,8 @@ def _apply(world: World, t: ir.Apply, env: dict[str, Any]) -> ir.Term:
     if any(isinstance(a, Dim) for a in args):
         raise Unsupported(f"{t.func} of a dimension")
     if t.func == "le":
-        return _vector_op(world, "<=", args)
+        every_dimension: ir.Term = _vector_op(world, "<=", args)
+        return every_dimension
     if any(isinstance(a, Vec) for a in args):
         raise Unsupported(f"function {t.func} on vectors")
     if t.func == "compare":
@@ -484,10 +485,10 @@ def _attr(world: World, obj: Any, name: str) -> Any:
     raise Unsupported(obj.kind)
 
 
-def _vec_by_slot(world: World, index: ir.Term, make: Any) -> Vec:
+def _vec_by_slot(world: World, index: ir.Term, make: Callable[[int], Vec]) -> Vec:
     """`_by_slot` for vectors: the same case split on every dimension (unknowns made once per slot)."""
     if isinstance(index, ir.Const):
-        return make(int(index.value))  # type: ignore[no-any-return]  # reason: make returns a Vec
+        return make(int(index.value))
     slots = [make(j) for j in range(world.jobs)]
     dims = []
     for d in range(len(world.dims)):
@@ -498,7 +499,7 @@ def _vec_by_slot(world: World, index: ir.Term, make: Any) -> Vec:
     return Vec(tuple(dims))
 
 
-def _by_slot(world: World, index: ir.Term, make: Any) -> ir.Term:
+def _by_slot(world: World, index: ir.Term, make: Callable[[int], ir.Term]) -> ir.Term:
     """The attribute of the slot `index` names, as a case split (a constant index needs none)."""
     if isinstance(index, ir.Const):
         return make(int(index.value))

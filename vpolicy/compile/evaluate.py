@@ -111,8 +111,8 @@ def _compile(t: ir.Term, fns: dict[str, Callable[..., Any]]) -> Closure:  # noqa
         name = t.name
         return lambda env: env[name]
     if isinstance(t, ir.SessionRef):
-        key = (t.module, t.name)
-        return lambda env: env["$session"][key]
+        session_key = (t.module, t.name)
+        return lambda env: env["$session"][session_key]
     if isinstance(t, ir.GetAttr):
         obj, attr = _compile(t.obj, fns), t.name
         return lambda env: get_attr(obj(env), attr)

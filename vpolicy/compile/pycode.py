@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterator
 from vpolicy.compile import evaluate, ir, rewrite, share
 from vpolicy.compile.functions import FUNCTIONS as BUILTIN_IMPLS
 from vpolicy.lang.builtins import FUNCTIONS, OBJECT_TYPES
+from vpolicy.model.resources import Resources
 
 _PLAIN_ATTRS = frozenset(a for attrs in OBJECT_TYPES.values() for a in attrs) - {"status"}
 # What the checker guarantees is a plain int or float at run time: such operands get Python's own
@@ -99,7 +100,7 @@ class Generator:
         self.ns: dict[str, Any] = {
             "_ga": evaluate.get_attr, "_st": _status, "_sel": _select, "_fold": _fold,
             "_add": evaluate._add, "_sub": evaluate._sub, "_mul": evaluate._mul, "_div": evaluate._div,
-            "_le": evaluate._le, "_lt": evaluate._lt, "_R": evaluate.Resources, "_show": evaluate._show,
+            "_le": evaluate._le, "_lt": evaluate._lt, "_R": Resources, "_show": evaluate._show,
             "_index": _index, "_share_minus": _share_minus,
         }
         for name, fn in functions.items():
@@ -205,8 +206,8 @@ class Generator:
                 return f"int(({args[0]}) // 1)"
             return f"f_{t.func}({', '.join(args)})"
         if isinstance(t, ir.CallUser):
-            args = "".join(", " + self.expr(a) for a in t.args)
-            return f"u_{_mangle(t.func)}(env{args})"
+            arg_text = "".join(", " + self.expr(a) for a in t.args)
+            return f"u_{_mangle(t.func)}(env{arg_text})"
         if isinstance(t, ir.Op):
             return self._op(t)
         if isinstance(t, ir.Cond):
@@ -401,8 +402,10 @@ def _share_minus(a: Any, b: Any, total: Any) -> float:
     node tried (drf: the victim's job's share once the victim is gone). The answer of
     `Resources.max_ratio` on the difference: the largest (a - b) / total over total's dimensions, 0/0
     as 0 and x/0 as 1; a plain 0 (an empty sum) is the empty vector, as in resource arithmetic."""
-    if type(a) is not evaluate.Resources and type(b) is not evaluate.Resources:
-        return BUILTIN_IMPLS["share"](evaluate._sub(a, b), total)  # numbers: whatever share makes of them
+    if type(a) is not Resources and type(b) is not Resources:
+        # numbers: whatever share makes of them
+        share_of_numbers: float = BUILTIN_IMPLS["share"](evaluate._sub(a, b), total)
+        return share_of_numbers
     a, b = evaluate._res(a), evaluate._res(b)
     best = 0.0
     for k, den in total.items():
@@ -416,7 +419,7 @@ def _share_minus(a: Any, b: Any, total: Any) -> float:
 def _index(container: Any, key: Any) -> Any:
     if type(container) is dict:
         return container.get(key)
-    if isinstance(container, evaluate.Resources):
+    if isinstance(container, Resources):
         return container.get(key, 0)
     return container[key]
 

@@ -13,7 +13,7 @@ the exact scalar closure (`compile.evaluate`); both give the same numbers, which
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
@@ -59,10 +59,19 @@ class ResMatrix:
         return ResMatrix(out, self.n)
 
 
+class NodeInfos(Protocol):
+    """What a batch needs of its nodes' infos: how many, and each in row order (the engine hands a
+    lazy view that builds them only when a rule falls back to a per-node closure)."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
 class NodeBatch:
     """A batch of nodes for vectorised rules: columns come from the session's node arrays."""
 
-    def __init__(self, infos: Sequence[Any], columns: Callable[[str], ResMatrix], counts: Callable[[str], np.ndarray]):
+    def __init__(self, infos: NodeInfos, columns: Callable[[str], ResMatrix], counts: Callable[[str], np.ndarray]):
         self.infos = infos
         self.n = len(infos)
         self._columns = columns
@@ -264,7 +273,7 @@ class _Vec:
         self.depth -= 1
 
         def call(env: VEnv) -> Any:
-            inner = {k: env[k] for k in ("cluster", "$session", "$now") if k in env}
+            inner: VEnv = {k: env[k] for k in ("cluster", "$session", "$now") if k in env}
             for name, arg in zip(params, args):
                 inner[name] = arg(env)
             return body(inner)

@@ -10,7 +10,10 @@ import bisect
 import functools
 import heapq
 import itertools
-from typing import Callable, Generic, Iterable, Protocol, TypeVar
+from typing import TYPE_CHECKING, Callable, Generic, Iterable, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsAllComparisons
 
 T = TypeVar("T")
 
@@ -82,7 +85,8 @@ class SortedQueue(Generic[T]):
 
     def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = (), *, presorted: bool = False):
         """`presorted`: `items` already come in `less` order (the caller sorted them by keys)."""
-        self._key = functools.cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
+        self._key: Callable[[T], SupportsAllComparisons] = functools.cmp_to_key(
+            lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
         if presorted:
             self._items = list(items)[::-1]  # the next item is at the end
         else:

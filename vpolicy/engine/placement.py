@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from vpolicy.compile.vectorize import NodeBatch, ResMatrix
 from vpolicy.engine.runtime import Runtime
 from vpolicy.engine.state import NodeInfo, SessionState, TaskInfo
 from vpolicy.model.resources import CPU, MEMORY, Resources
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 MINIMUM_FEASIBLE_NODES = 100  # Volcano's --minimum-feasible-nodes
 MINIMUM_PERCENTAGE = 5  # Volcano's --minimum-percentage-nodes-to-find
@@ -96,6 +99,7 @@ def rule_score(rule: CompiledRule, raw: np.ndarray, env: dict[str, Any]) -> np.n
     if weight == 0:
         return np.zeros(len(raw))
     top = raw.max() if len(raw) else 0.0
+    norm: npt.NDArray[np.float64]
     if top == 0:
         norm = np.full(len(raw), 100.0 if rule.normalize_reverse else 0.0)
     else:
@@ -109,7 +113,8 @@ def _always_zero(term: ir.Term) -> bool:
     """A score rule that is 0 whatever it sees: a literal 0, or 0 times a floor (an int, never inf or
     nan), as a nodeorder score with weight 0 compiles to."""
     if isinstance(term, ir.Const):
-        return term.value == 0
+        value: object = term.value
+        return value == 0
     if isinstance(term, ir.Op) and term.op == "*" and len(term.args) == 2:
         for k, other in (term.args, term.args[::-1]):
             if isinstance(k, ir.Const) and k.value == 0 and isinstance(other, ir.Apply) and other.func == "floor":
@@ -126,7 +131,7 @@ class _LazyInfos:
     def __len__(self) -> int:
         return len(self._rows)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]  # reason: plain iterator
+    def __iter__(self) -> Iterator[NodeInfo]:
         return (self._nodes[i] for i in self._rows)
 
 
@@ -206,7 +211,8 @@ class Placement:
 
         def counts(name: str) -> np.ndarray:
             if name == "pod_count":
-                return a.pod_count[rows]
+                pod_count: np.ndarray = a.pod_count[rows]
+                return pod_count
             i = a.index.get("pods")
             return a.allocatable[rows, i] if i is not None else np.zeros(len(rows))
 
@@ -234,7 +240,8 @@ class Placement:
             full = self._static.get(ck)
             if full is None:
                 full = self._static[ck] = self._eval(rule, task, self._all_rows)
-            return full[rows]
+            on_rows: np.ndarray = full[rows]
+            return on_rows
         if rule.depends == "node":
             ck = (id(rule), key)
             entry = self._cached.get(ck)
@@ -248,7 +255,8 @@ class Placement:
             if len(stale):
                 values[stale] = self._eval(rule, task, stale)
                 seen[stale] = version[stale]
-        return values[rows]
+        on_rows = values[rows]
+        return on_rows
 
     # feasibility ----------------------------------------------------------------------------------
     def _static_mask(self, task: TaskInfo) -> np.ndarray:

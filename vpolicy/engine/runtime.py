@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from vpolicy.compile import ir
 from vpolicy.compile.ir import Label
@@ -265,7 +265,7 @@ class Runtime:
 
     def victim_queue_before(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> bool:
         for rule in self.rules("victim_queue_order"):
-            v = self._call(rule, l, r, preemptor)
+            v: float = self._call(rule, l, r, preemptor)
             if v:
                 return v < 0
         return not self.queue_before(l, r)
@@ -486,7 +486,9 @@ def _attribute_compared(rule: CompiledRule) -> tuple[str, bool] | None:
     t = rule.term
     if not _is_comparison(rule):
         return None
-    first = t.args[0]  # type: ignore[attr-defined]  # reason: _is_comparison checked it is an Apply
+    if TYPE_CHECKING:  # _is_comparison checked it is an Apply
+        assert isinstance(t, ir.Apply)
+    first = t.args[0]
     if not (isinstance(first, ir.GetAttr) and isinstance(first.obj, ir.Var)):
         return None
     return first.name, first.obj.name != rule.params[0]

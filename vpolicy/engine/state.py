@@ -370,6 +370,7 @@ class SessionState:
                 q.parent = parent
                 parent.children.append(q)
         self.jobs: dict[str, JobInfo] = {}
+        job: JobInfo | None
         for pg in snapshot.podgroups:
             queue = self.queues.get(pg.queue)
             if queue is None:
@@ -510,7 +511,7 @@ class SessionState:
         if job is not None and was_allocated != is_allocated:
             delta = task.resreq if is_allocated else -task.resreq
             job.allocated = job.allocated + delta
-            q: QueueInfo | None = job.queue
+            q: QueueInfo = job.queue
             q.allocated = q.allocated + delta
             q.version += 1
         self.devices.on_status(task)

@@ -256,8 +256,8 @@ def _node_classes(rt: Runtime, nodes: list[NodeInfo], reps: list[TaskInfo],
         kinds[label] = "capacity"
         classes.append(enc.NodeClass(len(members), free, label))
         per_rule: dict[str, tuple[CompiledRule, set[int]]] = {}
-        for c, failed in enumerate(failing_by_node[first.name]):
-            for rule in failed:
+        for c, failing in enumerate(failing_by_node[first.name]):
+            for rule in failing:
                 per_rule.setdefault(rule.label.rule_id, (rule, set()))[1].add(c)
         for rule_id, (rule, task_classes) in per_rule.items():
             reason = reasons.get((rule_id, id(first)), rule.name)

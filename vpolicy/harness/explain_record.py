@@ -107,7 +107,7 @@ class _RecordingPlacement(Placement):
 
     def best_row(self, task: TaskInfo, rows: Any) -> tuple[NodeInfo, bool]:
         """The engine's fast path of `best_node` (node rows of its arrays): recorded the same way."""
-        node, fits_idle = super().best_row(task, rows)  # type: ignore[misc]  # reason: present in the vectorised Placement
+        node, fits_idle = super().best_row(task, rows)
         if self.watch is None or task.uid in self.watch:
             self._record(task, [self.node_list[int(r)] for r in rows], node, fits_idle)
         return node, fits_idle

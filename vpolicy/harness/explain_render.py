@@ -224,7 +224,7 @@ def _fact(t: ir.Term, ev: Evaluator, env: dict[str, Any], holds: bool) -> str:
         left, right = (ev.value(a, env) for a in t.args[:2])
         dims = list(ev.value(t.args[2], env)) if t.func == "le_on" else _compared_dims(left, right)
         if isinstance(left, Resources) and isinstance(right, Resources):
-            over = [d for d in dims if left.get(d, 0) > right.get(d, 0)] if not holds else dims
+            over = [d for d in dims or () if left.get(d, 0) > right.get(d, 0)] if not holds else dims
             shown = over or dims
             word = "<=" if holds else ">"
             return (f"{term_text(t.args[0])} = {resources(left, shown)} {word} "

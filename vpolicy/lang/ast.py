@@ -14,7 +14,7 @@ _NOSPAN = Span("<builtin>", 0, 0)
 
 
 def _span() -> Span:
-    return field(default=_NOSPAN, compare=False, repr=False)  # type: ignore[no-any-return]  # reason: dataclass field factory
+    return field(default=_NOSPAN, compare=False, repr=False)
 
 
 # ---------------------------------------------------------------------------------------------- types

@@ -10,7 +10,7 @@ not parse quantities (see `quantity`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -25,7 +25,20 @@ def milli_scaled(name: str) -> bool:
 
 
 if TYPE_CHECKING:
+    from typing import Protocol, TypeVar, overload
+
     _MappingBase = Mapping[str, int]
+    _T = TypeVar("_T")
+
+    class _Get(Protocol):
+        """Mapping.get's signature, for the values dict's bound `get` each instance stores."""
+
+        @overload
+        def __call__(self, key: str, /) -> int | None: ...
+        @overload
+        def __call__(self, key: str, default: int, /) -> int: ...
+        @overload
+        def __call__(self, key: str, default: _T, /) -> int | _T: ...
 else:
     _MappingBase = object
 
@@ -41,6 +54,8 @@ class Resources(_MappingBase):
     # `get` is the values dict's own bound method, stored per instance: rules call it hundreds of
     # thousands of times a session, and a Python-level method would add a frame to each call.
     __slots__ = ("_v", "_hash", "_share", "get")
+    if TYPE_CHECKING:
+        get: _Get
 
     def __init__(self, values: Mapping[str, int] | Iterable[tuple[str, int]] = ()):
         # exact-type checks first: isinstance against the Mapping ABC is slow on this hot path
@@ -78,13 +93,13 @@ class Resources(_MappingBase):
     def __contains__(self, key: object) -> bool:
         return key in self._v
 
-    def keys(self):  # type: ignore[no-untyped-def]  # reason: dict view
+    def keys(self) -> KeysView[str]:
         return self._v.keys()
 
-    def items(self):  # type: ignore[no-untyped-def]  # reason: dict view
+    def items(self) -> ItemsView[str, int]:
         return self._v.items()
 
-    def values(self):  # type: ignore[no-untyped-def]  # reason: dict view
+    def values(self) -> ValuesView[int]:
         return self._v.values()
 
     def __eq__(self, other: object) -> bool:

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-import z3
+import z3  # type: ignore[import-untyped]  # reason: z3-solver ships neither stubs nor a py.typed marker
 
 from vpolicy.compile import ir
 from vpolicy.solve.backend_z3 import Z3Backend
@@ -85,7 +85,7 @@ def minimal_core(backend: Z3Backend, groups: Sequence[Group], *, hard: Sequence[
     it can: callers list the groups they would rather not show."""
     started = time.perf_counter()
     gs = GroupSolver(backend, groups, hard=hard, timeout_ms=timeout_ms)
-    result, core = gs.check(range(len(gs.groups)))  # type: ignore[arg-type]  # reason: range is a Sequence[int]
+    result, core = gs.check(range(len(gs.groups)))
     if not isinstance(result, Unsat):
         return CoreResult(result, checks=gs.checks, ms=_ms(started))
     minimal = True

@@ -496,5 +496,6 @@ def _is_target(pod: dict[str, Any], request: Request | None, action: str) -> boo
     if request is None:
         return True
     if action == Action.RESTART_POD.value and request.pod_name:
-        return request.pod_name == pod["metadata"]["name"]
+        pod_name: str = pod["metadata"]["name"]
+        return request.pod_name == pod_name
     return (pod["metadata"].get("annotations") or {}).get(names.TASK_SPEC_KEY) == request.task_name

@@ -94,7 +94,8 @@ def _controlled(job: dict[str, Any]) -> dict[str, str]:
     status = job.setdefault("status", {})
     if not isinstance(status.get("controlledResources"), dict):
         status["controlledResources"] = {}
-    return status["controlledResources"]
+    controlled: dict[str, str] = status["controlledResources"]
+    return controlled
 
 
 def _owned(job: dict[str, Any], kind_obj: dict[str, Any]) -> dict[str, Any]:
