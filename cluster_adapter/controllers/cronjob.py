@@ -28,7 +28,7 @@ import logging
 import zoneinfo
 from typing import Any
 
-from croniter import croniter  # type: ignore[import-untyped]  # reason: croniter ships no type hints
+from croniter import croniter
 
 from cluster_adapter.controllers import names
 from cluster_adapter.controllers.api import CRONJOBS, JOBS

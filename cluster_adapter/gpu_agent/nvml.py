@@ -83,7 +83,7 @@ class RealNvml:
 
     def __init__(self) -> None:
         try:
-            import pynvml  # type: ignore[import-untyped]  # reason: nvidia-ml-py ships no types
+            import pynvml
         except ImportError as exc:
             raise NvmlUnavailable("the nvidia-ml-py package (pynvml) is not installed") from exc
         self.nv: Any = pynvml

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-import z3  # type: ignore[import-untyped]  # reason: z3-solver ships neither stubs nor a py.typed marker
+import z3
 
 from vpolicy.compile import ir
 from vpolicy.solve.result import Result, Sat, SolverError, Unknown, Unsat

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-import z3  # type: ignore[import-untyped]  # reason: z3-solver ships neither stubs nor a py.typed marker
+import z3
 
 from vpolicy.compile import ir
 from vpolicy.solve.backend_z3 import Z3Backend
