@@ -99,14 +99,21 @@ def changed_fields(desired: Mapping[str, Any], current: Mapping[str, Any]) -> di
     return {k: v for k, v in desired.items() if current.get(k) != v}
 
 
-def pod_event(*, namespace: str, pod: str, uid: str, reason: str, message: str, event_type: str,
-              now: float, instance: str) -> dict[str, Any]:
-    """A core/v1 Event about a pod, as kube-scheduler and Volcano write them."""
+POD = ("v1", "Pod")
+PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup")
+
+
+def object_event(*, involved: tuple[str, str], namespace: str, name: str, uid: str, reason: str, message: str,
+                 event_type: str, now: float, instance: str) -> dict[str, Any]:
+    """A core/v1 Event about an object (`involved`: its apiVersion and kind, `POD` or `PODGROUP`), as
+    kube-scheduler and Volcano write them."""
     stamp = rfc3339(now)
+    api_version, kind = involved
     return {
         "apiVersion": "v1", "kind": "Event",
-        "metadata": {"generateName": f"{pod}.", "namespace": namespace},
-        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": pod, "uid": uid},
+        "metadata": {"generateName": f"{name}.", "namespace": namespace},
+        "involvedObject": {"apiVersion": api_version, "kind": kind, "namespace": namespace, "name": name,
+                           "uid": uid},
         "reason": reason, "message": message[:1024], "type": event_type,
         "source": {"component": COMPONENT}, "reportingComponent": COMPONENT, "reportingInstance": instance,
         "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,

@@ -2,7 +2,8 @@
 
 A session runs over the informer cache's snapshot (the same snapshot `vpolicy dry-run` builds from a
 dump) with the compiled policy; its decisions are applied in Volcano's order: evictions, binds (in
-parallel), nominated nodes of the pipelined pods evictions made room for, PodGroup and Queue status, then Events.
+parallel), pod conditions and the nominated nodes of preemptors, PodGroup and Queue status, then Events
+(pods' and PodGroups').
 
 Guarantees (DESIGN §8):
 - **never applied twice**: binds and evictions carry the pod uid as a precondition, a bind that
@@ -233,6 +234,7 @@ class Scheduler:
         self._bind(decided, report, now)
         report.not_applied = []
         self._write_pods(decided, report, now)
+        podgroup_events = self._podgroup_events(decided)
         for key, status in sorted(decided.podgroups.items()):
             self._write_podgroup(key, status, report, now, session_id)
         for name, entry in sorted(decided.queues.items()):
@@ -246,6 +248,8 @@ class Scheduler:
                 report.queues_written.append(name)
                 self.metrics.status_writes.labels(kind="queue").inc()
         self._unschedulable_events(decided, report, now)
+        for ns, name, uid, reason, message, event_type in podgroup_events:
+            self._event(ns, name, uid, reason, message, event_type, now, report, involved=convert.PODGROUP)
 
     # the parts of apply -----------------------------------------------------------------------------
     def _evict(self, decided: model_decisions.Decisions, report: SessionReport, now: float) -> None:
@@ -373,6 +377,27 @@ class Scheduler:
             report.podgroups_written.append(key)
             self.metrics.status_writes.labels(kind="podgroup").inc()
 
+    def _podgroup_events(self, decided: model_decisions.Decisions) -> list[tuple[str, str, str, str, str, str]]:
+        """The Events Volcano records on PodGroups at a session's end, read before their status is
+        written: `Unschedulable` (Warning, the gang's condition message) for every podgroup that is not
+        ready, and `Scheduled` ("pod group is ready") for one that becomes Running in this session.
+        (Volcano records the second every session for every ready podgroup and lets the API's event
+        aggregation count them; once per transition says the same without a write per running job.)"""
+        events: list[tuple[str, str, str, str, str, str]] = []
+        for key, status in sorted(decided.podgroups.items()):
+            ns, name = convert.split_key(key)
+            current = self.cache.get("podgroups", ns, name)
+            if current is None:
+                continue  # derived from a vcjob the controller has not processed: no object to attach to
+            uid = current["metadata"].get("uid", "")
+            if status.phase in ("Pending", "Inqueue", "Unknown"):
+                message = next((c["message"] for c in status.conditions if c.get("type") == "Unschedulable"), "")
+                if message:
+                    events.append((ns, name, uid, "Unschedulable", message, "Warning"))
+            elif status.phase == "Running" and (current.get("status") or {}).get("phase") != "Running":
+                events.append((ns, name, uid, "Scheduled", "pod group is ready", "Normal"))
+        return events
+
     def _unschedulable_events(self, decided: model_decisions.Decisions, report: SessionReport, now: float) -> None:
         jobs: list[tuple[str, str, str, str]] = []
         for key, reasons in sorted(decided.unschedulable.items()):
@@ -389,9 +414,9 @@ class Scheduler:
         report.events += sum(written)
 
     def _event(self, ns: str, name: str, uid: str, reason: str, message: str, event_type: str, now: float,
-               report: SessionReport | None) -> bool:
-        event = convert.pod_event(namespace=ns, pod=name, uid=uid, reason=reason, message=message,
-                                  event_type=event_type, now=now, instance=self.instance)
+               report: SessionReport | None, *, involved: tuple[str, str] = convert.POD) -> bool:
+        event = convert.object_event(involved=involved, namespace=ns, name=name, uid=uid, reason=reason,
+                                     message=message, event_type=event_type, now=now, instance=self.instance)
         try:
             written = self.events.record(uid or f"{ns}/{name}", event)
         except retry.NotLeader:

@@ -82,8 +82,37 @@ def test_a_session_applies_exactly_what_it_decided(emu: EmulatorThread, client: 
     held_queue = emu.call(lambda e: e.get("queues", "", "default"))["status"]
     assert held_queue["inqueue"] == doc["queues"]["default"]["inqueue"]
     events = emu.call(lambda e: e.list("events"))
-    assert sorted(e["involvedObject"]["name"] for e in events if e["reason"] == "Scheduled") == \
+    assert sorted(e["involvedObject"]["name"] for e in events
+                  if e["reason"] == "Scheduled" and e["involvedObject"]["kind"] == "Pod") == \
         sorted(k.split("/")[1] for k in doc["binds"])
+
+
+def test_podgroups_get_volcanos_events_unschedulable_while_waiting_and_scheduled_once_running(
+        emu: EmulatorThread, client: KubeClient, schedulers: list[Scheduler]) -> None:
+    """A gang of two 3-cpu pods fits the two 4-cpu nodes; a second such gang cannot fit beside it. The
+    waiting podgroup gets a Warning `Unschedulable` with its gang condition's message (once, however
+    many sessions it waits); the placed one a Normal `Scheduled` "pod group is ready" when it runs."""
+    objects = cluster(jobs=2, tasks=2)
+    for obj in objects:
+        if obj["kind"] == "Pod":
+            obj["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3"
+    load(emu, objects)
+    scheduler = started(client, schedulers)
+    scheduler.run_once()
+    scheduler.run_once()
+    eventually(lambda: scheduler.cache.assumed() == 0)
+    for _ in range(3):
+        report = scheduler.run_once()
+    waiting = [k for k, s in report.document["podgroups"].items() if s["phase"] == "Inqueue"]
+    running = [k for k, s in report.document["podgroups"].items() if s["phase"] == "Running"]
+    assert len(waiting) == 1 and len(running) == 1, report.document["podgroups"]
+    events = [e for e in emu.call(lambda e: e.list("events")) if e["involvedObject"]["kind"] == "PodGroup"]
+    by_group = {(e["involvedObject"]["name"], e["reason"], e["type"]): e["message"] for e in events}
+    condition = report.document["podgroups"][waiting[0]]["conditions"][0]
+    assert by_group == {(waiting[0].split("/")[1], "Unschedulable", "Warning"): condition["message"],
+                        (running[0].split("/")[1], "Scheduled", "Normal"): "pod group is ready"}
+    assert len(events) == 2
+    assert all(e["involvedObject"]["apiVersion"] == "scheduling.volcano.sh/v1beta1" for e in events)
 
 
 def test_later_sessions_bind_nothing_twice_and_settle_to_no_writes(emu: EmulatorThread, client: KubeClient,
