@@ -11,7 +11,7 @@ import pytest
 from cluster_adapter.config import ApplySettings, ClientSettings, InformerSettings
 from cluster_adapter.kube.client import KubeClient
 from tests.adapter.kubeemu import EmulatorThread
-from tests.adapter.kubeemu.server import read_objects, write_kubeconfig
+from tests.adapter.kubeemu.server import read_objects, write_kubeconfig  # noqa: F401  # reason: read_objects is shared with the adapter tests from here
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "cluster.yaml"

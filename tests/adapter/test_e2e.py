@@ -106,12 +106,12 @@ def test_scheduler_once_applies_what_dry_run_decides(source: Path, process: bool
                    if p["spec"].get("nodeName") and not before[(ns, name)]["spec"].get("nodeName")}
     in_api = {f"{ns}/{name}" for ns, name in before}
     assert newly_bound == {k: v for k, v in doc["binds"].items() if k in in_api}
-    for key, annotations in doc["annotations"].items():
+    for key, assigned in doc["annotations"].items():
         if key in newly_bound:  # device assignments ride in the Binding, atomically with the node
             held = pods[tuple(key.split("/"))]["metadata"].get("annotations") or {}  # type: ignore[index]
-            timeless = {k: v for k, v in annotations.items() if not k.endswith("-time")}  # dry-run's clock is 0
+            timeless = {k: v for k, v in assigned.items() if not k.endswith("-time")}  # dry-run's clock is 0
             assert {k: held.get(k) for k in timeless} == timeless, key
-            assert all(held.get(k) for k in annotations), key
+            assert all(held.get(k) for k in assigned), key
     gone = {f"{ns}/{name}" for ns, name in before if (ns, name) not in pods}
     assert gone == {e["pod"] for e in doc["evictions"]}
     nominated = {f"{ns}/{name}": p["status"]["nominatedNodeName"] for (ns, name), p in pods.items()

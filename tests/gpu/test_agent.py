@@ -14,7 +14,7 @@ import pytest
 from cluster_adapter.gpu_agent import agent as agent_mod
 from cluster_adapter.gpu_agent import api, cli, discovery, hami, mig, nvml
 from cluster_adapter.gpu_agent.nvml import FakeNvml
-from tests.gpu.test_protocol import FORMATS, matches
+from tests.gpu.test_protocol import matches
 from vpolicy.model import gpu
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,6 @@ The search runs the exact engine on each world; it does not encode the two polic
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
 
 from vpolicy.engine.session import CompiledPolicy, run_session
 from vpolicy.harness import policy as policies
