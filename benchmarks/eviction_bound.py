@@ -4,11 +4,11 @@
         [--optimize-budget 1s|unlimited]
 
 Runs one `volcano` and one `optimize` session (within the conf's session budget, 1 s, or
-`--optimize-budget`) on a generated preemption workload, checks that both
-pipelined the same GPU preemptors (DESIGN §7's eviction ratio compares like with like only then), and
-computes a lower bound on the GPU pods evicted to pipeline those preemptors: a mixed-integer program
-(scipy's HiGHS `milp`) that keeps only rules every preempt decision must obey and drops the rest, so its
-optimum can only be lower than what a rule-abiding session achieves:
+`--optimize-budget`) on a generated preemption workload, checks that both pipelined the same GPU
+preemptors (DESIGN §7's eviction ratio compares like with like only then), and computes a lower bound
+on the GPU pods evicted to pipeline those preemptors: a mixed-integer program (scipy's HiGHS `milp`)
+that keeps only rules every preempt decision must obey and drops the rest, so its optimum can only be
+lower than what a rule-abiding session achieves:
 
 - each preemptor goes to one GPU node, and a node's preemptors fit its free GPUs (after the optimize
   session's own binds) plus the GPUs of the victims evicted there;
@@ -39,8 +39,8 @@ import numpy as np
 
 from benchmarks import generate as gen
 from benchmarks.run import budget_text, policy_for
-from vpolicy.harness.policy import UNLIMITED, parse_budget
 from vpolicy.engine.session import run_session
+from vpolicy.harness.policy import UNLIMITED, parse_budget
 from vpolicy.model.snapshot import ClusterSnapshot, Pod, TaskStatus
 
 TARGET_RATIO = 0.7  # DESIGN §7: evicted GPU pods, optimize over volcano, on the preemption workload

@@ -26,6 +26,7 @@ from vpolicy.model.snapshot import ClusterSnapshot, PodGroupPhase, TaskStatus
 from vpolicy.solve.backend_z3 import Z3Backend
 
 
+# Volcano's default schedule period: a session that takes longer delays the next one
 OPTIMIZE_BUDGET_S = 1.0
 
 

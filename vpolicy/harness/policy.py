@@ -8,7 +8,6 @@ parsed and checked once per process and compiled per distinct settings.
 """
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import Any, Mapping
@@ -21,6 +20,7 @@ from vpolicy.errors import Diagnostic, PolicyError, did_you_mean
 from vpolicy.lang import ast, load_module
 from vpolicy.load import conf as conf_loader
 from vpolicy.model import conf as conf_model
+from vpolicy.model import durations
 from vpolicy.model.snapshot import ClusterSnapshot
 
 KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
@@ -121,8 +121,6 @@ def _conf_mode(conf: conf_model.SchedulerConf, diags: list[Diagnostic]) -> str:
     return mode
 
 
-_BUDGET_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m)")
-_BUDGET_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
 UNLIMITED = "unlimited"
 
 
@@ -145,24 +143,14 @@ def _conf_budget(conf: conf_model.SchedulerConf, diags: list[Diagnostic]) -> flo
 
 
 def parse_budget(value: object) -> float | None:
-    """`800ms`, `1s`, `1m30s`, a number of seconds (> 0), or `unlimited` (None); ValueError otherwise."""
+    """`800ms`, `1s`, `1m30s` (`model.durations`, above zero), or `unlimited` (None); ValueError otherwise."""
     if not isinstance(value, bool) and isinstance(value, (int, float)) and value > 0:
         return float(value)
     text = str(value).strip()
     if text == UNLIMITED:
         return None
-    pos, total = 0, 0.0
-    for match in _BUDGET_PART.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _BUDGET_UNITS[match.group(2)]
-        pos = match.end()
-    if not (text and pos == len(text)):
-        try:
-            total = float(text)
-        except ValueError:
-            total = 0.0
-    if isinstance(value, bool) or total <= 0:
+    total = durations.seconds(text)
+    if isinstance(value, bool) or total is None or total <= 0:
         raise ValueError(f"expected a duration above zero such as 800ms, 1s or 2m, or '{UNLIMITED}', not {value!r}")
     return total
 

@@ -26,7 +26,7 @@ from ruamel.yaml.scalarbool import ScalarBoolean
 
 from vpolicy.errors import Diagnostic, PolicyError, did_you_mean
 from vpolicy.load import fields, yaml_spans
-from vpolicy.model import quantity, snapshot
+from vpolicy.model import durations, quantity, snapshot
 from vpolicy.model.resources import PODS, Resources
 from vpolicy.source import Span
 
@@ -55,8 +55,6 @@ EXISTING_KEYS = ("duration", "on_evict")
 EVENT_KEYS = ("at", "queue", "state")
 RANGE_KEYS = ("min", "max")
 TOLERATION_KEYS = ("key", "operator", "value", "effect")
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
-_UNITS = {"d": 86_400.0, "h": 3_600.0, "m": 60.0, "s": 1.0}
 DNS_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 _DURATION_HELP = "write a duration such as 90s, 45m, 2h, 1h30m or 1d (a bare number is seconds)"
 
@@ -213,23 +211,12 @@ def parse_duration(value: object) -> float:
     if not isinstance(value, str):
         raise ValueError(f"expected a duration, got {_describe(value)}")
     text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        pass
-    else:
-        if seconds < 0:
-            raise ValueError(f"must not be negative, got '{text}'")
-        return seconds
-    pos, total = 0, 0.0
-    for match in _DURATION.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    if pos != len(text) or not text:
+    seconds = durations.seconds(text)
+    if seconds is None:
         raise ValueError(f"'{text}' is not a duration")
-    return total
+    if seconds < 0:
+        raise ValueError(f"must not be negative, got '{text}'")
+    return seconds
 
 
 def format_duration(seconds: float) -> str:
