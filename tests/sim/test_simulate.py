@@ -176,3 +176,26 @@ def test_jobs_already_in_the_dump_run_for_the_existing_duration(write_workload: 
     old = result.jobs["ns/old"]
     assert (old.origin, old.first_start, old.finish) == ("cluster", 0.0, 1800.0)
     assert summary.summarize(result, starve_after=60)["jobs"]["submitted"] == 0  # not a workload job
+
+
+def test_only_preemptors_are_nominated_and_a_new_pipeline_calls_for_a_session(write_workload: WriteWorkload) -> None:
+    """At 10 s the session pipelines both of `later`'s pods, nominating only the one its evictions made
+    room for (as Volcano does); the next session sees that pod nominated, the other not, and comes one
+    period later although nothing else is due then."""
+    path = write_workload("""\
+        - {name: later, at: 10s, pods: 2, requests: {cpu: "1"}, duration: 5s}
+    """)
+    seen: list[tuple[float, tuple[str, ...]]] = []
+
+    def decide(snapshot: snap.ClusterSnapshot, *, now: float) -> Decisions:
+        pods = tuple(f"{p.key}:{p.nominated_node or '-'}" for p in snapshot.pods)
+        seen.append((now - START, pods))
+        if now - START == 10.0:
+            return Decisions(pipelined={"default/later-worker-0": "n1", "default/later-worker-1": "n1"},
+                             nominated={"default/later-worker-0": "n1"})
+        return Decisions()
+
+    run(cluster(node("n1")), path, decide, until=12.0)
+    assert seen == [(0.0, ()),
+                    (10.0, ("default/later-worker-0:-", "default/later-worker-1:-")),
+                    (11.0, ("default/later-worker-0:n1", "default/later-worker-1:-"))]

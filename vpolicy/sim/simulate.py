@@ -8,12 +8,12 @@ One `simulate(...)` call runs one policy over one cluster and one expanded workl
   jobs arrive (a PodGroup in phase Pending with `pods` Pending pods), and a vcjob's deferred pods
   appear once its PodGroup has left Pending (as Volcano's job controller does).
 - Then one session runs over an immutable snapshot of that state, and its decisions are applied as a
-  cluster would: bound pods are Running from the bind time on; pipelined pods stay Pending with their
-  nominated node; evicted pods are Releasing (still on their node) until the next step, and their job
+  cluster would: bound pods are Running from the bind time on; pipelined pods stay Pending, nominated
+  to the node when their own evictions made the room; evicted pods are Releasing (still on their node) until the next step, and their job
   follows its `on_evict` policy — `restart` kills the job's other pods too and recreates all of them
   Pending (Volcano's RestartJob), `fail` ends the job (AbortJob); PodGroup phases are written back.
 - A job has started when `min_available` of its pods run; it finishes `duration` after that start.
-- Fast-forward: unless a session evicted or nominated pods (whose consequences play out over the
+- Fast-forward: unless a session evicted or newly pipelined pods (whose consequences play out over the
   next periods), the next session is the next step on which something is due (an arrival, a finish,
   a queue event, a pod done releasing), so a simulated day costs about one session per event, not
   86,400. A session's own binds and phases need no second look: it counted them already.
@@ -211,6 +211,7 @@ class _Simulation:
         self.pod_started: dict[str, float] = {p.key: 0.0 for p in cluster.pods if p.node_name}
         self.release_at: dict[str, float] = {p.key: period for p in cluster.pods
                                              if p.status is snap.TaskStatus.RELEASING}
+        self.pipelined: dict[str, str] = {}  # what the last session pipelined, pod key -> node
         self.finished: list[JobRecord] = []
         self.jobs: dict[str, _Job] = {}
         self.pod_job: dict[str, str] = {}
@@ -331,8 +332,8 @@ class _Simulation:
     def apply(self, d: Decisions, t: float, result: RunResult) -> bool:
         """Write the session's decisions into the cluster; True when the next period needs a session.
 
-        That is after an eviction (the victims release next period) or a new nomination (pipelined
-        pods wait for them). Binds and PodGroup phases are written back too, but alone they call for
+        That is after an eviction (the victims release next period) or a new pipelining (the pods wait
+        for that room; those whose own evictions made it are nominated to the node, as Volcano does). Binds and PodGroup phases are written back too, but alone they call for
         no session before the next event: the session that made them already counted the bound pods
         as allocated and acted on the phases (enqueue runs before allocate), so a session over its own
         binds decides nothing new.
@@ -351,9 +352,13 @@ class _Simulation:
             self.pod_started[key] = t
         for key, node in d.pipelined.items():
             pod = self.pods.get(key)
-            if pod is not None and pod.nominated_node != node:
-                self.pods[key] = replace(pod, nominated_node=node)
-                changed = True
+            if pod is None:
+                continue
+            changed = changed or self.pipelined.get(key) != node
+            nominated = d.nominated.get(key)
+            if nominated is not None and pod.nominated_node != nominated:
+                self.pods[key] = replace(pod, nominated_node=nominated)
+        self.pipelined = dict(d.pipelined)
         for eviction in d.evictions:
             if eviction.pod in self.pods and eviction.pod not in self.release_at:
                 self._evict(eviction.pod, t, result, action=eviction.action, for_job=eviction.for_job)
