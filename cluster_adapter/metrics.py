@@ -38,6 +38,10 @@ class Metrics:
         self.status_writes = prom.Counter("vpolicy_status_writes_total", "PodGroup/Queue/Pod status writes",
                                           ["kind"], registry=r)
         self.events = prom.Counter("vpolicy_events_total", "Events written", ["reason"], registry=r)
+        self.optimize_runs = prom.Counter(
+            "vpolicy_optimize_runs_total", "Evicting actions run in optimize mode, by the run kept (optimize's or "
+            "Volcano's) and why (no-worse, placed-less, budget-spent, budget-ran-out)", ["action", "kept", "reason"],
+            registry=r)
         self.leader = prom.Gauge("vpolicy_leader", "1 while this process holds the lease (or needs none)",
                                  registry=r)
         self._server: Any = None
@@ -55,6 +59,8 @@ class Metrics:
             ms = figures.get("ms") if isinstance(figures, dict) else None
             if isinstance(ms, (int, float)):
                 self.session_seconds.labels(action=action).observe(ms / 1000)
+        for action, run in (stats.get("optimize") or {}).items():
+            self.optimize_runs.labels(action=action, kept=run.get("kept", ""), reason=run.get("reason", "")).inc()
         solver = stats.get("solver") or {}
         if isinstance(solver.get("calls"), int):
             self.solver_calls.inc(solver["calls"])

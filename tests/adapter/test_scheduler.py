@@ -289,6 +289,17 @@ def test_metrics_are_served_on_the_metrics_port(emu: EmulatorThread, client: Kub
         assert name in text
 
 
+def test_optimize_modes_fallbacks_are_counted_by_action_run_kept_and_reason() -> None:
+    from cluster_adapter.metrics import Metrics
+
+    metrics = Metrics()
+    spent = {"kept": "volcano", "reason": "budget-spent", "why": "the session budget was spent before the optimize run"}
+    for stats in ({"optimize": {"preempt": spent}}, {"optimize": {"preempt": spent}}, {}):
+        metrics.observe_stats(stats)
+    labels = {"action": "preempt", "kept": "volcano", "reason": "budget-spent"}
+    assert metrics.registry.get_sample_value("vpolicy_optimize_runs_total", labels) == 2.0
+
+
 def _fields(obj: Any) -> dict[str, Any]:
     return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
 

@@ -189,7 +189,7 @@ def test_the_runner_says_which_run_optimize_kept_under_the_budget_it_was_given()
     generated = gen.generate(gen.Size("small", 20, 200), "preemption", seed=1)
     spent = run.measure_mode(generated, "optimize", runs=1, optimize_budget="1ms")
     assert spent["optimize_budget_s"] == 0.001
-    assert spent["optimize_runs"] == {"preempt": {"kept": "volcano",
+    assert spent["optimize_runs"] == {"preempt": {"kept": "volcano", "reason": "budget-spent",
                                                   "why": "the session budget was spent before the optimize run"}}
     unlimited = run.measure_mode(generated, "optimize", runs=1, optimize_budget="unlimited")
     assert unlimited["optimize_budget_s"] is None

@@ -369,7 +369,7 @@ def test_a_spent_budget_keeps_volcanos_victims_and_says_so() -> None:
     assert spent.to_document()["evictions"] == volcano["evictions"]
     assert spent.to_document()["pipelined"] == volcano["pipelined"]
     assert spent.stats["optimize"]["preempt"] == {  # type: ignore[index]  # reason: stats JSON
-        "kept": "volcano", "why": "the session budget was spent before the optimize run"}
+        "kept": "volcano", "reason": "budget-spent", "why": "the session budget was spent before the optimize run"}
     assert "optimize" not in run_session(snap, policy, mode="volcano").decisions.stats
 
 
@@ -398,7 +398,7 @@ def test_a_run_that_runs_out_of_budget_leaves_volcanos_decisions_exactly(snap: C
         stopped = run_session(snap, replace(policy, optimize_budget_s=None), mode="optimize")
     assert_same_session(volcano, stopped)
     runs = stopped.decisions.stats.get("optimize", {})
-    stopped_runs = [a for a, run in runs.items() if run["why"] == "the optimize run stopped at the session budget"]  # type: ignore[attr-defined, index]  # reason: stats JSON
+    stopped_runs = [a for a, run in runs.items() if run["reason"] == "budget-ran-out"]  # type: ignore[attr-defined, index]  # reason: stats JSON
     assert all(runs[a]["kept"] == "volcano" for a in stopped_runs)  # type: ignore[index]  # reason: stats JSON
     if left[0] <= 0:  # the budget ran out inside one run; later actions never started theirs
         assert len(stopped_runs) == 1

@@ -394,22 +394,35 @@ def never_worse(ctx: "ActionContext", action: str, run: Callable[["ActionContext
     witness = _trial(ctx, run, "volcano")
     ctx.mode = "optimize"
     if ctx.budget_spent():
-        ctx.optimize_runs[action] = {"kept": "volcano", "why": "the session budget was spent before the optimize run"}
+        _kept(ctx, action, "volcano", "budget-spent")
         return
     ended = _Ended.of(ctx, witness, versions)
     _undo(ctx, witness, versions, lists)
     ctx.optimize_stopped = False
     tried = _trial(ctx, run, "optimize")
     if ctx.optimize_stopped:
-        why = "the optimize run stopped at the session budget"
+        reason = "budget-ran-out"
     elif tried.merit() < witness.merit():
-        why = "the optimize run placed less, or evicted more, than Volcano's"
+        reason = "placed-less"
     else:
-        ctx.optimize_runs[action] = {"kept": "optimize", "why": "it placed at least as much and evicted no more"}
+        _kept(ctx, action, "optimize", "no-worse")
         return
     _undo(ctx, tried, versions, lists)
     ended.restore(ctx)
-    ctx.optimize_runs[action] = {"kept": "volcano", "why": why}
+    _kept(ctx, action, "volcano", reason)
+
+
+# Why never_worse kept the run it kept: the reason (short, a metric label) and its words for people.
+KEPT_BECAUSE = {
+    "no-worse": "it placed at least as much and evicted no more",
+    "placed-less": "the optimize run placed less, or evicted more, than Volcano's",
+    "budget-spent": "the session budget was spent before the optimize run",
+    "budget-ran-out": "the optimize run stopped at the session budget",
+}
+
+
+def _kept(ctx: "ActionContext", action: str, kept: str, reason: str) -> None:
+    ctx.optimize_runs[action] = {"kept": kept, "reason": reason, "why": KEPT_BECAUSE[reason]}
 
 
 def _trial(ctx: "ActionContext", run: Callable[["ActionContext"], None], mode: str) -> _Trial:
