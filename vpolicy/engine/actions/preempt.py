@@ -132,8 +132,10 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
     room, row = placement.fits_future(preemptor), placement.arrays.row
     if not hosts and not room.any():
         return False
-    nodes = [n for n in placement.ordered_by_score(preemptor, placement.preempt_nodes(preemptor))
-             if n.name in hosts or room[row[n.name]]]
+    allowed = placement.preempt_nodes(preemptor)
+    if not any(n.name in hosts or room[row[n.name]] for n in allowed):
+        return False  # e.g. room only on nodes whose taints it does not tolerate: no need to score them
+    nodes = [n for n in placement.ordered_by_score(preemptor, allowed) if n.name in hosts or room[row[n.name]]]
     if ctx.optimize and optimize.weighs_gpus(ctx.placement, preemptor, nodes):
         done = optimize.evict_cheapest(ctx, stmt, preemptor, nodes, callback="preemptable", keep=keep,
                                        action="preempt", fits=lambda n: _fits(ctx, queue, preemptor, n),
