@@ -120,7 +120,7 @@ def object_event(*, involved: tuple[str, str], namespace: str, name: str, uid: s
     }
 
 
-def pod_status_changes(pod: Mapping[str, Any], condition: Mapping[str, str] | None, nominated: str | None,
+def pod_status_changes(pod: Mapping[str, Any], *, condition: Mapping[str, str] | None, nominated: str | None,
                        now: float) -> dict[str, Any]:
     """The pod `status` fields to patch so that it shows this session's PodScheduled=False condition
     and nominated node, as Volcano's taskUnschedulable writes them; empty when it already shows both.

@@ -341,8 +341,8 @@ class Scheduler:
             pod = self._pod(key)
             if pod is None or not self._ours(pod):
                 continue
-            changes = convert.pod_status_changes(pod, decided.pod_conditions.get(key), decided.nominated.get(key),
-                                                 now)
+            changes = convert.pod_status_changes(pod, condition=decided.pod_conditions.get(key),
+                                                 nominated=decided.nominated.get(key), now=now)
             written = self.status.pod(*convert.split_key(key), changes)
             if written is None:
                 continue

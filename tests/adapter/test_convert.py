@@ -62,28 +62,31 @@ WAITING = {"reason": "Unschedulable", "message": "0/2 nodes are available: 2 Ins
 
 def test_a_pending_pod_gets_volcanos_pod_scheduled_condition_once() -> None:
     pod: dict[str, Any] = {"status": {"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"}]}}
-    first = convert.pod_status_changes(pod, WAITING, None, now=100.0)
+    first = convert.pod_status_changes(pod, condition=WAITING, nominated=None, now=100.0)
     assert first == {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                                      "message": WAITING["message"], "lastTransitionTime": "1970-01-01T00:01:40Z"}]}
     written = {"status": {"conditions": [*pod["status"]["conditions"], *first["conditions"]]}}
-    assert convert.pod_status_changes(written, WAITING, None, now=200.0) == {}
+    assert convert.pod_status_changes(written, condition=WAITING, nominated=None, now=200.0) == {}
 
 
 def test_a_new_message_keeps_the_transition_time_and_a_new_status_moves_it() -> None:
     held = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "old",
             "lastTransitionTime": "1970-01-01T00:01:40Z"}
-    reworded = convert.pod_status_changes({"status": {"conditions": [held]}}, WAITING, None, now=200.0)
+    reworded = convert.pod_status_changes({"status": {"conditions": [held]}}, condition=WAITING, nominated=None,
+                                          now=200.0)
     assert reworded["conditions"][0]["lastTransitionTime"] == "1970-01-01T00:01:40Z"
     was_true = {**held, "status": "True"}
-    flipped = convert.pod_status_changes({"status": {"conditions": [was_true]}}, WAITING, None, now=200.0)
+    flipped = convert.pod_status_changes({"status": {"conditions": [was_true]}}, condition=WAITING, nominated=None,
+                                         now=200.0)
     assert flipped["conditions"][0]["lastTransitionTime"] == "1970-01-01T00:03:20Z"
 
 
 def test_a_nominated_node_is_written_when_it_changes_and_never_cleared() -> None:
     pod = {"status": {"nominatedNodeName": "n1"}}
-    assert convert.pod_status_changes(pod, None, "n2", now=0.0) == {"nominatedNodeName": "n2"}
-    assert convert.pod_status_changes(pod, None, "n1", now=0.0) == {}
-    assert convert.pod_status_changes(pod, None, None, now=0.0) == {}  # still waiting for its victims
+    assert convert.pod_status_changes(pod, condition=None, nominated="n2", now=0.0) == {"nominatedNodeName": "n2"}
+    assert convert.pod_status_changes(pod, condition=None, nominated="n1", now=0.0) == {}
+    # still waiting for its victims: the nomination stays
+    assert convert.pod_status_changes(pod, condition=None, nominated=None, now=0.0) == {}
 
 
 def test_only_changed_queue_fields_are_written() -> None:

@@ -372,7 +372,7 @@ class _Trial:
                 -sum(1 for t in evicted if gpus(t.resreq)), -len(evicted))
 
 
-def never_worse(ctx: "ActionContext", action: str, run: Callable[["ActionContext"], None]) -> None:
+def never_worse(ctx: "ActionContext", run: Callable[["ActionContext"], None], *, action: str) -> None:
     """Run an evicting action (preempt, reclaim) in optimize mode, never worse than Volcano's run of it.
 
     The cheapest victims for each preemptor in turn are not the cheapest for the action: Volcano's
@@ -394,7 +394,7 @@ def never_worse(ctx: "ActionContext", action: str, run: Callable[["ActionContext
     witness = _trial(ctx, run, "volcano")
     ctx.mode = "optimize"
     if ctx.budget_spent():
-        _kept(ctx, action, "volcano", "budget-spent")
+        _kept(ctx, action, kept="volcano", reason="budget-spent")
         return
     ended = _Ended.of(ctx, witness, versions)
     _undo(ctx, witness, versions, lists)
@@ -405,11 +405,11 @@ def never_worse(ctx: "ActionContext", action: str, run: Callable[["ActionContext
     elif tried.merit() < witness.merit():
         reason = "placed-less"
     else:
-        _kept(ctx, action, "optimize", "no-worse")
+        _kept(ctx, action, kept="optimize", reason="no-worse")
         return
     _undo(ctx, tried, versions, lists)
     ended.restore(ctx)
-    _kept(ctx, action, "volcano", reason)
+    _kept(ctx, action, kept="volcano", reason=reason)
 
 
 # Why never_worse kept the run it kept: the reason (short, a metric label) and its words for people.
@@ -421,7 +421,7 @@ KEPT_BECAUSE = {
 }
 
 
-def _kept(ctx: "ActionContext", action: str, kept: str, reason: str) -> None:
+def _kept(ctx: "ActionContext", action: str, *, kept: str, reason: str) -> None:
     ctx.optimize_runs[action] = {"kept": kept, "reason": reason, "why": KEPT_BECAUSE[reason]}
 
 

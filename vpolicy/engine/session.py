@@ -99,7 +99,7 @@ def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: floa
     for name in policy.actions:
         t0 = time.perf_counter()
         if ctx.optimize and name in optimize.EVICTING_ACTIONS:
-            optimize.never_worse(ctx, name, ACTIONS[name])
+            optimize.never_worse(ctx, ACTIONS[name], action=name)
         else:
             ACTIONS[name](ctx)
         timings[name] = {"ms": round((time.perf_counter() - t0) * 1000, 3)}

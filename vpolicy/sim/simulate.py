@@ -9,12 +9,12 @@ One `simulate(...)` call runs one policy over one cluster and one expanded workl
   appear once its PodGroup has left Pending (as Volcano's job controller does).
 - Then one session runs over an immutable snapshot of that state, and its decisions are applied as a
   cluster would: bound pods are Running from the bind time on; pipelined pods stay Pending, nominated
-  to the node when their own evictions made the room; evicted pods are Releasing (still on their node) until the next step, and their job
-  follows its `on_evict` policy — `restart` kills the job's other pods too and recreates all of them
+  to the node when their own evictions made the room; evicted pods are Releasing (still on their
+  node) until the next step, and their job follows its `on_evict` policy — `restart` kills the job's other pods too and recreates all of them
   Pending (Volcano's RestartJob), `fail` ends the job (AbortJob); PodGroup phases are written back.
 - A job has started when `min_available` of its pods run; it finishes `duration` after that start.
-- Fast-forward: unless a session evicted or newly pipelined pods (whose consequences play out over the
-  next periods), the next session is the next step on which something is due (an arrival, a finish,
+- Fast-forward: unless a session evicted or newly pipelined pods (whose consequences play out over
+  the next periods), the next session is the next step on which something is due (an arrival, a finish,
   a queue event, a pod done releasing), so a simulated day costs about one session per event, not
   86,400. A session's own binds and phases need no second look: it counted them already.
 
@@ -333,8 +333,9 @@ class _Simulation:
         """Write the session's decisions into the cluster; True when the next period needs a session.
 
         That is after an eviction (the victims release next period) or a new pipelining (the pods wait
-        for that room; those whose own evictions made it are nominated to the node, as Volcano does). Binds and PodGroup phases are written back too, but alone they call for
-        no session before the next event: the session that made them already counted the bound pods
+        for that room; those whose own evictions made it are nominated to the node, as Volcano does).
+        Binds and PodGroup phases are written back too, but alone they call for no session before the
+        next event: the session that made them already counted the bound pods
         as allocated and acted on the phases (enqueue runs before allocate), so a session over its own
         binds decides nothing new.
         """
