@@ -10,13 +10,14 @@ One `simulate(...)` call runs one policy over one cluster and one expanded workl
 - Then one session runs over an immutable snapshot of that state, and its decisions are applied as a
   cluster would: bound pods are Running from the bind time on; pipelined pods stay Pending, nominated
   to the node when their own evictions made the room; evicted pods are Releasing (still on their
-  node) until the next step, and their job follows its `on_evict` policy — `restart` kills the job's other pods too and recreates all of them
-  Pending (Volcano's RestartJob), `fail` ends the job (AbortJob); PodGroup phases are written back.
+  node) until the next step, and their job follows its `on_evict` policy — `restart` kills the job's
+  other pods too and recreates all of them Pending (Volcano's RestartJob), `fail` ends the job
+  (AbortJob); PodGroup phases are written back.
 - A job has started when `min_available` of its pods run; it finishes `duration` after that start.
 - Fast-forward: unless a session evicted or newly pipelined pods (whose consequences play out over
-  the next periods), the next session is the next step on which something is due (an arrival, a finish,
-  a queue event, a pod done releasing), so a simulated day costs about one session per event, not
-  86,400. A session's own binds and phases need no second look: it counted them already.
+  the next periods), the next session is the next step on which something is due (an arrival, a
+  finish, a queue event, a pod done releasing), so a simulated day costs about one session per
+  event, not 86,400. A session's own binds and phases need no second look: it counted them already.
 
 What is observed (allocation, fragmentation, demand per queue, job times, evictions) goes into a
 `RunResult`; `vpolicy.sim.metrics` turns it into numbers. The clock is simulated (`workload.start` +
