@@ -59,6 +59,8 @@ def _status(task: Any) -> Any:
 
 
 def _select(source: Any, key: Any, start: Any, when: Any, then: Any, after: bool) -> list[Any]:
+    if key is not None and then is not None and after:
+        return _select_after(source, key, start, when, then)
     chosen: list[Any] = []
     groups: dict[Any, Any] = {}
     for x in source:
@@ -76,6 +78,26 @@ def _select(source: Any, key: Any, start: Any, when: Any, then: Any, after: bool
                 groups[k] = then(x, state)
         if then is not None and after:
             groups[k] = then(x, state)
+    return chosen
+
+
+def _select_after(source: Any, key: Any, start: Any, when: Any, then: Any) -> list[Any]:
+    """`select ... group ... after`: each element's `after` term updates its group's state for the next
+    element of that group, whether chosen or not. It is applied only when that next element comes:
+    after the last element of a group nothing reads the state, and victim rules (drf's `left -
+    c.resreq`) would build a resource vector per candidate for nothing. `then` is a pure term."""
+    chosen: list[Any] = []
+    groups: dict[Any, Any] = {}
+    waiting: dict[Any, Any] = {}  # group -> its previous element, whose `after` is not applied yet
+    for x in source:
+        k = key(x)
+        if k in groups:
+            state = groups[k] = then(waiting[k], groups[k])
+        else:
+            state = groups[k] = start(x)
+        if when(x, state):
+            chosen.append(x)
+        waiting[k] = x
     return chosen
 
 
