@@ -336,14 +336,23 @@ class Scheduler:
 
     def _write_pods(self, decided: model_decisions.Decisions, report: SessionReport, now: float) -> None:
         """The PodScheduled=False condition of every pod of ours left unbound, with the nominated node
-        of a preemptor whose evictions made its room, in one status patch per pod that changed."""
+        of a preemptor whose evictions made its room, in one status patch per pod that changed (in
+        parallel, as binds: a first session over a large backlog writes one per pending pod)."""
+        work: list[tuple[str, dict[str, Any]]] = []
         for key in sorted(set(decided.pod_conditions) | set(decided.nominated)):
             pod = self._pod(key)
             if pod is None or not self._ours(pod):
                 continue
             changes = convert.pod_status_changes(pod, condition=decided.pod_conditions.get(key),
                                                  nominated=decided.nominated.get(key), now=now)
-            written = self.status.pod(*convert.split_key(key), changes)
+            if changes:
+                work.append((key, changes))
+        if not work:
+            return
+        workers = max(1, min(self.settings.apply.bind_workers, len(work)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pod-status") as pool:
+            answers = list(pool.map(lambda w: self.status.pod(*convert.split_key(w[0]), w[1]), work))
+        for (key, changes), written in zip(work, answers):
             if written is None:
                 continue
             self.cache.apply_newer("pods", written)
