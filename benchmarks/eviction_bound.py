@@ -32,7 +32,6 @@ import json
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -40,7 +39,7 @@ import numpy as np
 from benchmarks import generate as gen
 from benchmarks.run import budget_text, policy_for
 from vpolicy.engine.session import run_session
-from vpolicy.harness.policy import UNLIMITED, parse_budget
+from vpolicy.harness.policy import UNLIMITED
 from vpolicy.model.snapshot import ClusterSnapshot, Pod, TaskStatus
 
 TARGET_RATIO = 0.7  # DESIGN §7: evicted GPU pods, optimize over volcano, on the preemption workload
@@ -139,9 +138,7 @@ def _queue(groups: dict[str, Any], p: Pod) -> str:
 def check(size: gen.Size, *, seed: int = 1, time_limit: float = 60.0,
           optimize_budget: str | None = None) -> dict[str, Any]:
     generated = gen.generate(size, "preemption", seed=seed)
-    snapshot, policy = generated.snapshot, policy_for("preemption")
-    if optimize_budget is not None:
-        policy = replace(policy, optimize_budget_s=parse_budget(optimize_budget))
+    snapshot, policy = generated.snapshot, policy_for("preemption", optimize_budget=optimize_budget)
     pods = {p.key: p for p in snapshot.pods}
     out: dict[str, Any] = {"size": size.name, "workload": "preemption", "seed": seed}
     placed: dict[str, list[str]] = {}

@@ -51,16 +51,21 @@ MODES = ("volcano", "optimize")
 PREEMPT_ACTIONS = "enqueue, allocate, preempt, backfill"
 
 
-def policy_for(workload: str) -> CompiledPolicy:
-    """Volcano's built-in conf; the preemption workload adds `preempt` before `backfill`."""
+def policy_for(workload: str, *, optimize_budget: str | None = None) -> CompiledPolicy:
+    """Volcano's built-in conf; the preemption workload adds `preempt` before `backfill`.
+    `optimize_budget` (`parse_budget`'s text) replaces the conf's session budget for optimize mode."""
     if workload != "preemption":
-        return from_conf(conf_loader.default_conf())
-    text = conf_loader.default_conf_text()
-    first, rest = text.split("\n", 1)
-    if not first.startswith("actions:"):
-        raise RuntimeError(f"unexpected first line of Volcano's default conf: {first!r}")
-    return from_conf(conf_loader.parse_conf_text(f'actions: "{PREEMPT_ACTIONS}"\n{rest}',
-                                                 file="<benchmark-volcano-preempt>"))
+        policy = from_conf(conf_loader.default_conf())
+    else:
+        text = conf_loader.default_conf_text()
+        first, rest = text.split("\n", 1)
+        if not first.startswith("actions:"):
+            raise RuntimeError(f"unexpected first line of Volcano's default conf: {first!r}")
+        policy = from_conf(conf_loader.parse_conf_text(f'actions: "{PREEMPT_ACTIONS}"\n{rest}',
+                                                       file="<benchmark-volcano-preempt>"))
+    if optimize_budget is not None:
+        policy = replace(policy, optimize_budget_s=parse_budget(optimize_budget))
+    return policy
 
 
 def measure_mode(generated: gen.Generated, mode: str, *, runs: int = 5, profile: str | None = None,
@@ -68,15 +73,13 @@ def measure_mode(generated: gen.Generated, mode: str, *, runs: int = 5, profile:
     """Run `runs` sessions of `mode` on the generated snapshot in this process; the metrics of one mode.
 
     Every decision figure comes from the last run; `deterministic` says whether all runs decided the same.
-    `optimize_budget` (`parse_budget`'s text) replaces the conf's session budget for optimize mode.
+    `optimize_budget`: see `policy_for`.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
     kwargs: dict[str, Any] = {"mode": mode}
     t0 = time.perf_counter()
-    policy = policy_for(generated.workload)
-    if optimize_budget is not None:
-        policy = replace(policy, optimize_budget_s=parse_budget(optimize_budget))
+    policy = policy_for(generated.workload, optimize_budget=optimize_budget)
     compile_ms = (time.perf_counter() - t0) * 1000
     snapshot = generated.snapshot
     times: list[float] = []

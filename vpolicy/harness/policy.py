@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from vpolicy.compile.lower import CompiledModule, compile_module
 from vpolicy.engine.runtime import PluginInstance
 from vpolicy.engine.optimize import MODES as ENGINE_MODES
 from vpolicy.engine.session import OPTIMIZE_BUDGET_S, CompiledPolicy
 from vpolicy.errors import Diagnostic, PolicyError, did_you_mean
+from vpolicy import source
 from vpolicy.lang import ast, load_module
 from vpolicy.load import conf as conf_loader
 from vpolicy.model import conf as conf_model
@@ -106,14 +107,10 @@ def _conf_mode(conf: conf_model.SchedulerConf, diags: list[Diagnostic]) -> str:
     """The engine mode a conf asks for: `configurations: [{name: allocate, arguments: {mode: optimize}}]`
     (any action's entry may say it; Volcano ignores the unknown argument). Default `volcano`."""
     mode = "volcano"
-    for entry in conf.action_confs:
-        value = entry.arguments.get("mode")
-        if value is None:
-            continue
+    for entry, value, span in _action_arguments(conf, "mode"):
         if value not in ENGINE_MODES:
             diags.append(Diagnostic("conf.wrong-type", f"argument 'mode' of action '{entry.name}' must be "
-                                    f"one of {', '.join(ENGINE_MODES)}, not {value!r}",
-                                    entry.argument_spans.get("mode", entry.span),
+                                    f"one of {', '.join(ENGINE_MODES)}, not {value!r}", span,
                                     help=did_you_mean(str(value), ENGINE_MODES)))
             continue
         if value == "optimize":
@@ -129,17 +126,22 @@ def _conf_budget(conf: conf_model.SchedulerConf, diags: list[Diagnostic]) -> flo
     `arguments: {mode: optimize, optimizeBudget: 800ms}` beside the mode (default Volcano's schedule
     period, 1 s). The last entry that says it wins."""
     budget: float | None = OPTIMIZE_BUDGET_S
-    for entry in conf.action_confs:
-        value = entry.arguments.get("optimizeBudget")
-        if value is None:
-            continue
+    for entry, value, span in _action_arguments(conf, "optimizeBudget"):
         try:
             budget = parse_budget(value)
         except ValueError as exc:
             diags.append(Diagnostic("conf.wrong-type", f"argument 'optimizeBudget' of action '{entry.name}': {exc}",
-                                    entry.argument_spans.get("optimizeBudget", entry.span),
-                                    help="write optimizeBudget: 1s (a bare number is seconds)"))
+                                    span, help="write optimizeBudget: 1s (a bare number is seconds)"))
     return budget
+
+
+def _action_arguments(conf: conf_model.SchedulerConf,
+                      name: str) -> Iterator[tuple[conf_model.ActionConf, object, source.Span | None]]:
+    """Each `configurations` entry that sets argument `name`: the entry, the value, where it is written."""
+    for entry in conf.action_confs:
+        value = entry.arguments.get(name)
+        if value is not None:
+            yield entry, value, entry.argument_spans.get(name, entry.span)
 
 
 def parse_budget(value: object) -> float | None:

@@ -133,9 +133,10 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
     if not hosts and not room.any():
         return False
     allowed = placement.preempt_nodes(preemptor)
-    if not any(n.name in hosts or room[row[n.name]] for n in allowed):
+    worth = {n.name for n in allowed if n.name in hosts or room[row[n.name]]}
+    if not worth:
         return False  # e.g. room only on nodes whose taints it does not tolerate: no need to score them
-    nodes = [n for n in placement.ordered_by_score(preemptor, allowed) if n.name in hosts or room[row[n.name]]]
+    nodes = [n for n in placement.ordered_by_score(preemptor, allowed) if n.name in worth]
     if ctx.optimize and optimize.weighs_gpus(ctx.placement, preemptor, nodes):
         done = optimize.evict_cheapest(ctx, stmt, preemptor, nodes, callback="preemptable", keep=keep,
                                        action="preempt", fits=lambda n: _fits(ctx, queue, preemptor, n),
