@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import vpolicy
 from cluster_adapter import convert
@@ -53,6 +53,18 @@ from vpolicy.model.snapshot import ClusterSnapshot
 log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_LOST_LEASE = 0, 1, 3
+
+
+class _Event(NamedTuple):
+    """An Event to write about an object (`involved`: its apiVersion and kind, `convert.POD`, ...)."""
+
+    involved: tuple[str, str]
+    namespace: str
+    name: str
+    uid: str
+    reason: str
+    message: str
+    type: str
 
 
 @dataclass(slots=True)
@@ -247,9 +259,7 @@ class Scheduler:
                 self.cache.apply_newer("queues", written)
                 report.queues_written.append(name)
                 self.metrics.status_writes.labels(kind="queue").inc()
-        self._unschedulable_events(decided, report, now)
-        for ns, name, uid, reason, message, event_type in podgroup_events:
-            self._event(ns, name, uid, reason, message, event_type, now, report, involved=convert.PODGROUP)
+        self._send_events(self._unschedulable_events(decided) + podgroup_events, report, now)
 
     # the parts of apply -----------------------------------------------------------------------------
     def _evict(self, decided: model_decisions.Decisions, report: SessionReport, now: float) -> None:
@@ -386,13 +396,13 @@ class Scheduler:
             report.podgroups_written.append(key)
             self.metrics.status_writes.labels(kind="podgroup").inc()
 
-    def _podgroup_events(self, decided: model_decisions.Decisions) -> list[tuple[str, str, str, str, str, str]]:
+    def _podgroup_events(self, decided: model_decisions.Decisions) -> list[_Event]:
         """The Events Volcano records on PodGroups at a session's end, read before their status is
         written: `Unschedulable` (Warning, the gang's condition message) for every podgroup that is not
         ready, and `Scheduled` ("pod group is ready") for one that becomes Running in this session.
         (Volcano records the second every session for every ready podgroup and lets the API's event
         aggregation count them; once per transition says the same without a write per running job.)"""
-        events: list[tuple[str, str, str, str, str, str]] = []
+        events: list[_Event] = []
         for key, status in sorted(decided.podgroups.items()):
             ns, name = convert.split_key(key)
             current = self.cache.get("podgroups", ns, name)
@@ -402,24 +412,30 @@ class Scheduler:
             if status.phase in ("Pending", "Inqueue", "Unknown"):
                 message = next((c["message"] for c in status.conditions if c.get("type") == "Unschedulable"), "")
                 if message:
-                    events.append((ns, name, uid, "Unschedulable", message, "Warning"))
+                    events.append(_Event(convert.PODGROUP, ns, name, uid, "Unschedulable", message, "Warning"))
             elif status.phase == "Running" and (current.get("status") or {}).get("phase") != "Running":
-                events.append((ns, name, uid, "Scheduled", "pod group is ready", "Normal"))
+                events.append(_Event(convert.PODGROUP, ns, name, uid, "Scheduled", "pod group is ready", "Normal"))
         return events
 
-    def _unschedulable_events(self, decided: model_decisions.Decisions, report: SessionReport, now: float) -> None:
-        jobs: list[tuple[str, str, str, str]] = []
+    def _unschedulable_events(self, decided: model_decisions.Decisions) -> list[_Event]:
+        """`FailedScheduling` with the reasons, for every pending pod of ours."""
+        events: list[_Event] = []
         for key, reasons in sorted(decided.unschedulable.items()):
             pod = self._pod(key)
             if pod is None or not self._ours(pod):
                 continue
             ns, name = convert.split_key(key)
-            jobs.append((ns, name, pod["metadata"].get("uid", ""), "; ".join(reasons) or "not scheduled"))
-        if not jobs:
+            events.append(_Event(convert.POD, ns, name, pod["metadata"].get("uid", ""), "FailedScheduling",
+                                 "; ".join(reasons) or "not scheduled", "Warning"))
+        return events
+
+    def _send_events(self, events: list[_Event], report: SessionReport, now: float) -> None:
+        """The session's closing Events, a few at a time (each is one POST; the recorder drops repeats)."""
+        if not events:
             return
         with ThreadPoolExecutor(max_workers=4, thread_name_prefix="events") as pool:
-            written = list(pool.map(lambda j: self._event(j[0], j[1], j[2], "FailedScheduling", j[3], "Warning",
-                                                          now, None), jobs))
+            written = list(pool.map(lambda e: self._event(e.namespace, e.name, e.uid, e.reason, e.message, e.type,
+                                                          now, None, involved=e.involved), events))
         report.events += sum(written)
 
     def _event(self, ns: str, name: str, uid: str, reason: str, message: str, event_type: str, now: float,
