@@ -441,8 +441,6 @@ def _undo(ctx: "ActionContext", trial: _Trial, versions: np.ndarray, lists: dict
     task lists of the nodes changed since `versions` as `lists` kept them."""
     state = ctx.state
     for op in reversed(trial.journal):
-        if op.kind == "evict":
-            op.task.evicted = False
         undo(state, op)
     _put_lists(ctx, versions, lists)
     outcome = ctx.outcome

@@ -89,7 +89,10 @@ class Statement:
 
 
 def undo(state: SessionState, op: Operation) -> None:
-    """The task of `op` as it was before the operation (status, node, nomination flag)."""
+    """The task of `op` as it was before the operation, committed or not (status, node, nomination
+    flag; an eviction's mark, which only a commit sets)."""
     state.set_status(op.task, op.prev_status, op.prev_node)
     if op.kind == "pipeline":
         op.task.eviction_occurred = op.prev_eviction_occurred
+    elif op.kind == "evict":
+        op.task.evicted = False
