@@ -145,8 +145,10 @@ def close_session(ctx: ActionContext) -> Decisions:
             if task.status is TaskStatus.PENDING and not task.evicted:
                 d.unschedulable[task.key] = _reasons(ctx, job, task.uid, gang_message)
                 own_errors = task.uid in ctx.fit_errors
+                # the pod's own reason, as Volcano writes it; the solver's note after it depends on the
+                # solver's time budget, and a message that changes with load would be written again
                 d.pod_conditions[task.key] = _condition("Unschedulable" if own_errors else "Undetermined",
-                                                        "; ".join(d.unschedulable[task.key]))
+                                                        d.unschedulable[task.key][0])
             elif task.status is TaskStatus.ALLOCATED:
                 # placed by a statement that was neither committed nor discarded (a pipelined gang):
                 # it holds the node's resources this session but is not bound (reference §4.2)

@@ -1,0 +1,27 @@
+"""The PodScheduled=False condition the live side writes for each pod left unbound (the document's
+`pod_conditions`): Volcano's reason and the pod's own message, the same whatever the solver had time for."""
+from __future__ import annotations
+
+from tests.engine.build import node, pod, podgroup, snapshot
+from vpolicy.engine.session import run_session
+from vpolicy.harness.policy import from_conf
+from vpolicy.load.conf import default_conf
+
+# Two nodes of one pod each; a gang of three cannot fit, which the solver can prove after the actions.
+GANG_TOO_BIG = snapshot(
+    nodes=[node("n0", pods=1), node("n1", pods=1)],
+    podgroups=[podgroup("pg", min_member=3)],
+    pods=[pod("pg-0", "pg"), pod("pg-1", "pg"), pod("pg-2", "pg")],
+)
+
+
+def test_a_solver_note_goes_into_the_reasons_but_not_into_the_pod_condition() -> None:
+    policy = from_conf(default_conf())
+    with_solver = run_session(GANG_TOO_BIG, policy, solver_budget_s=30.0).decisions
+    without = run_session(GANG_TOO_BIG, policy, solver_budget_s=0).decisions
+    key = "ns/pg-2"
+    assert len(with_solver.unschedulable[key]) == 2 and "solver" in with_solver.unschedulable[key][1]
+    assert without.unschedulable[key] == with_solver.unschedulable[key][:1]
+    # a message that changed with the solver's luck would be patched onto the pod again next session
+    assert with_solver.pod_conditions == without.pod_conditions
+    assert with_solver.pod_conditions[key]["message"] == with_solver.unschedulable[key][0]
