@@ -113,6 +113,8 @@ def _dry_run(args: argparse.Namespace) -> int:
     run = dryrun.dry_run(args.cluster, policy=args.policy, conf=args.conf)
     for warning in run.snapshot.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    for line in run.policy_warnings:  # already `file:line:col: warning[code]: ...`
+        print(line, file=sys.stderr)
     doc = run.document(explain=args.explain)
     if args.output == "json":
         report.write_json(doc, sys.stdout)

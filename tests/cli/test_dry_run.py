@@ -124,3 +124,16 @@ def test_a_type_error_in_a_rule_module_names_its_line(tmp_path: Path, capsys: py
     assert code == 1
     assert "m.vpol:2:" in err and "error[check." in err, err
     assert "Traceback" not in err
+
+
+def test_a_conf_plugin_vpolicy_leaves_out_is_reported_with_the_decisions(capsys: pytest.CaptureFixture[str],
+                                                                         tmp_path: Path) -> None:
+    """A platform engineer dry-running their own conf must learn that a plugin was dropped: the
+    decisions they see are not Volcano's where it would have acted."""
+    cluster, conf = tmp_path / "cluster.yaml", tmp_path / "volcano-scheduler.conf"
+    cluster.write_text(NODE)
+    conf.write_text(GOOD_CONF + "  - name: sla\n")
+    code, out, err = run(capsys, "dry-run", "--cluster", str(cluster), "--conf", str(conf), "--output", "json")
+    assert code == 0
+    assert json.loads(out)["binds"] == {}
+    assert f"{conf}:6:11: warning[conf.unsupported-plugin]: plugin 'sla' is not implemented" in err

@@ -225,6 +225,14 @@ def test_drf_with_hierarchy_and_proportion_in_different_tiers_is_an_error_too() 
     assert [d[0] for d in diagnostics_of(text)] == ["conf.drf-hierarchy-with-proportion"]
 
 
+def test_hierarchical_drf_is_not_implemented_and_says_so_where_it_is_turned_on() -> None:
+    text = plugins("- name: drf", "  enableHierarchy: true", "- name: capacity")
+    conf = loader.parse_conf_text(text, file=FILE)
+    (d,) = conf.warning_diagnostics
+    assert (d.code, d.severity, str(d.span)) == ("conf.unsupported-hierarchy", "warning", "bad.conf:5:22")
+    assert "queue order and reclaim can differ from Volcano's" in d.message
+
+
 def test_drf_with_hierarchy_false_and_proportion_is_fine() -> None:
     text = plugins("- name: drf", "  enableHierarchy: false", "- name: proportion")
     conf = loader.parse_conf_text(text, file=FILE)

@@ -41,6 +41,9 @@ class CompiledPolicy:
     # optimize mode's extra runs of evicting actions stop once a session has taken this long and
     # Volcano's run is kept (Volcano's schedule period, the DESIGN §7 session budget); None: no limit
     optimize_budget_s: float | None = OPTIMIZE_BUDGET_S
+    # what loading the policy warned about, one line each (a plugin or setting of the conf that is not
+    # implemented and was left out): the decisions may differ from Volcano's there, so tools show them
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

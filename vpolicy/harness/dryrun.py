@@ -17,6 +17,7 @@ from vpolicy.model.snapshot import ClusterSnapshot
 class DryRun:
     snapshot: ClusterSnapshot
     result: SessionResult
+    policy_warnings: tuple[str, ...] = ()  # from loading the conf or policy (`CompiledPolicy.warnings`)
 
     def document(self, *, explain: bool = False) -> dict[str, object]:
         """The decision document; with `explain`, an extra `explain` section: one short reason per
@@ -33,7 +34,7 @@ def dry_run(cluster: Sequence[str], *, policy: str | None = None, conf: str | No
             now: float = 0.0) -> DryRun:
     snapshot = load_cluster(list(cluster))
     compiled = policies.resolve(snapshot, policy=policy, conf=conf)
-    return DryRun(snapshot, run_session(snapshot, compiled, now=now))
+    return DryRun(snapshot, run_session(snapshot, compiled, now=now), compiled.warnings)
 
 
 def write_explain_table(doc: dict[str, object], out: TextIO) -> None:

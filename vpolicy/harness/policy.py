@@ -100,7 +100,9 @@ def from_conf(conf: conf_model.SchedulerConf) -> CompiledPolicy:
     errors = [d for d in diags if d.severity == "error"]
     if errors:
         raise PolicyError(errors)
-    return CompiledPolicy(actions, tuple(tiers), source=conf.source, mode=mode, optimize_budget_s=budget)
+    warnings = (*conf.warnings, *(d.one_line() for d in diags))
+    return CompiledPolicy(actions, tuple(tiers), source=conf.source, mode=mode, optimize_budget_s=budget,
+                          warnings=warnings)
 
 
 def _conf_mode(conf: conf_model.SchedulerConf, diags: list[Diagnostic]) -> str:

@@ -528,13 +528,22 @@ class _Reader:
         options = [o for tier in tiers for o in tier.plugins]
         proportion = [o for o in options if o.name == "proportion"]
         for drf in (o for o in options if o.name == "drf" and o.hierarchy):
+            where = drf.flag_spans.get(model.HIERARCHY_KEY) or drf.span or self.span(0, 0)
             if proportion:
-                where = drf.flag_spans.get(model.HIERARCHY_KEY) or drf.span or self.span(0, 0)
                 related = tuple((o.span, "proportion is configured here") for o in proportion if o.span)
                 self.error("conf.drf-hierarchy-with-proportion",
                            "drf with enableHierarchy: true cannot be combined with proportion", where,
                            "remove proportion (hierarchical drf shares queues itself) or set enableHierarchy: false",
                            related)
+            else:
+                # Volcano's hierarchical drf orders queues by weighted shares down the
+                # `volcano.sh/hierarchy` tree and reclaims by them: vpolicy's drf has no such rules, so
+                # the decisions would differ without a word
+                self.warn("conf.unsupported-hierarchy",
+                          "drf's enableHierarchy (hierarchical DRF) is not implemented by vpolicy; drf runs "
+                          "without it, so queue order and reclaim can differ from Volcano's", where,
+                          "for a queue tree use capacity with enableHierarchy: true and queues' spec.parent, or set "
+                          "enableHierarchy: false here")
 
 
 def _yaml() -> YAML:
