@@ -22,6 +22,7 @@ from vpolicy.model import decisions, resources
 from vpolicy.model.snapshot import ClusterSnapshot
 
 COMPONENT = "vpolicy-scheduler"
+QUEUE_COUNTERS = ("pending", "inqueue", "running", "unknown", "completed")  # Queue status: podgroups per phase
 
 
 def to_snapshot(objects: Iterable[Mapping[str, Any]]) -> ClusterSnapshot:
@@ -84,12 +85,15 @@ def status_changed(desired: Mapping[str, Any], current: Mapping[str, Any]) -> bo
 
 
 def queue_status(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The decision document's queue entry as Queue `status` fields."""
+    """The decision document's queue entry as the Queue `status` fields the scheduler owns: allocated
+    and the podgroup counters. Never `state`: the queue controller owns it (Volcano's scheduler never
+    writes it), and a state from the session's snapshot, written without a resourceVersion, would undo
+    a CloseQueue or OpenQueue the controller made while the session ran."""
     out: dict[str, Any] = {}
     for key, value in entry.items():
         if key == "allocated" and isinstance(value, Mapping):
             out["allocated"] = resource_list(value)
-        else:
+        elif key in QUEUE_COUNTERS:
             out[key] = value
     return out
 

@@ -37,6 +37,9 @@ class Metrics:
                                        registry=r)
         self.status_writes = prom.Counter("vpolicy_status_writes_total", "PodGroup/Queue/Pod status writes",
                                           ["kind"], registry=r)
+        self.status_write_failures = prom.Counter(
+            "vpolicy_status_write_failures_total", "PodGroup/Queue/Pod status writes the API refused (written "
+            "again by the next session)", ["kind"], registry=r)
         self.events = prom.Counter("vpolicy_events_total", "Events written", ["reason"], registry=r)
         self.optimize_runs = prom.Counter(
             "vpolicy_optimize_runs_total", "Evicting actions run in optimize mode, by the run kept (optimize's or "

@@ -12,7 +12,12 @@ Guarantees (DESIGN §8):
   decide them again;
 - **never lost silently**: a decision that cannot be applied leaves the object as it was (the pod
   pending, the victim running) — the next session decides again from fresh state — and is reported
-  as an Event on the pod, a log line and a metric;
+  as an Event on the pod, a log line and a metric; a status write (pod, PodGroup, Queue) that fails is
+  logged and counted, and never stops the session's other writes; an API error that still escapes
+  applying fails that session only, never the loop;
+- **written onto what the session saw**: a PodGroup status goes only to the object with the uid of
+  the snapshot's (not to one re-created under its name), a Queue status never carries `state` (the
+  queue controller's), and a preemptor is nominated only when the evictions made for it went through;
 - **only the leader writes**: with `--leader-elect` every write first asks the elector; losing the
   lease stops the remaining writes of the session at once and ends the loop (exit code 3);
 - pods are bound only if their `schedulerName` is this scheduler's; derived pods and PodGroups (a
@@ -80,6 +85,8 @@ class SessionReport:
     podgroups_written: list[str] = field(default_factory=list)
     queues_written: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # key -> why no write was attempted
+    # "<resource>/<key>" (pods/ns/name, podgroups/ns/name, queues/name) -> the API error that refused its status
+    status_failed: dict[str, str] = field(default_factory=dict)
     not_applied: list[str] = field(default_factory=list)  # cut short by losing the lease
     events: int = 0
     session_ms: float = 0.0
@@ -223,12 +230,15 @@ class Scheduler:
         self._record_pending(snapshot, decided)
         started = time.monotonic()
         try:
-            self.apply(decided, report)
+            self.apply(decided, report, snapshot=snapshot)
             self.metrics.sessions.labels(result="ok").inc()
         except retry.NotLeader:
             log.warning("lost the lease while applying; %d decisions left to the next leader",
                         len(report.not_applied))
             self.metrics.sessions.labels(result="lost-lease").inc()
+        except APIError as exc:  # each write handles its own; this net keeps a missed one from ending the loop
+            log.error("applying the session stopped part way (the next session decides again): %s", exc)
+            self.metrics.sessions.labels(result="error").inc()
         report.apply_ms = (time.monotonic() - started) * 1000
         self.metrics.apply_seconds.observe(report.apply_ms / 1000)
         self.sessions += 1
@@ -237,7 +247,9 @@ class Scheduler:
                  len(decided.unschedulable), report.session_ms, report.apply_ms)
         return report
 
-    def apply(self, decided: model_decisions.Decisions, report: SessionReport) -> None:
+    def apply(self, decided: model_decisions.Decisions, report: SessionReport, *, snapshot: ClusterSnapshot) -> None:
+        """Write `decided`, made over `snapshot`, to the API. The snapshot says which objects the session
+        saw: their uids, which job each pod belongs to and which node each victim was on."""
         session_id = uuid.uuid4().hex
         now = self.wall()
         pending_work = [e.pod for e in decided.evictions] + list(decided.binds)
@@ -245,20 +257,13 @@ class Scheduler:
         self._evict(decided, report, now)
         self._bind(decided, report, now)
         report.not_applied = []
-        self._write_pods(decided, report, now)
-        podgroup_events = self._podgroup_events(decided)
+        self._write_pods(decided, report, now, nominated=self._nominations(decided, report, snapshot))
+        seen_uids = {g.key: g.uid for g in snapshot.podgroups}
+        podgroup_events = self._podgroup_events(decided, seen_uids)
         for key, status in sorted(decided.podgroups.items()):
-            self._write_podgroup(key, status, report, now, session_id)
+            self._write_podgroup(key, status, report, now, session_id, seen_uid=seen_uids.get(key))
         for name, entry in sorted(decided.queues.items()):
-            current = self.cache.get("queues", "", name)
-            if current is None:
-                continue
-            changes = convert.changed_fields(convert.queue_status(entry), current.get("status") or {})
-            written = self.status.queue(name, changes)
-            if written is not None:
-                self.cache.apply_newer("queues", written)
-                report.queues_written.append(name)
-                self.metrics.status_writes.labels(kind="queue").inc()
+            self._write_queue(name, entry, report)
         self._send_events(self._unschedulable_events(decided) + podgroup_events, report, now)
 
     # the parts of apply -----------------------------------------------------------------------------
@@ -324,10 +329,17 @@ class Scheduler:
             raise retry.NotLeader("lost the lease during binding")
 
     def _bind_one(self, pod: dict[str, Any], node: str, annotations: dict[str, str] | None) -> BindResult | None:
+        """The bind's result; None when the gate closed first. An API error that escapes the binder
+        (which turns the ones it expects into results) becomes a failed result too: raised inside the
+        pool it would hide every other bind's outcome, and binds that went through would go unrecorded."""
         try:
             return self.binder.bind(pod, node, annotations)
         except retry.NotLeader:
             return None
+        except APIError as exc:
+            meta = pod.get("metadata") or {}
+            return BindResult(f"{meta.get('namespace', '')}/{meta.get('name', '')}", node, False,
+                              f"binding to {node} failed: {exc}", exc, retry_next_session=True)
 
     def _why_not_bind(self, pod: dict[str, Any] | None) -> str:
         if pod is None:
@@ -344,25 +356,43 @@ class Scheduler:
         name = (pod.get("spec") or {}).get("schedulerName") or self.settings.scheduler_name
         return bool(name == self.settings.scheduler_name)
 
-    def _write_pods(self, decided: model_decisions.Decisions, report: SessionReport, now: float) -> None:
-        """The PodScheduled=False condition of every pod of ours left unbound, with the nominated node
+    def _nominations(self, decided: model_decisions.Decisions, report: SessionReport,
+                     snapshot: ClusterSnapshot) -> dict[str, str]:
+        """The session's nominated preemptors, less those for which an eviction failed this session (a
+        PodDisruptionBudget's 429, an error): their nomination would say that room is being released
+        when it is not. Evictions name the preemptor's job, not its pod, so an eviction counts as made
+        for a pod when it is for the pod's job on the pod's node. Such a pod keeps its PodScheduled=False
+        condition, and the next session decides again."""
+        node_of = {p.key: p.node_name for p in snapshot.pods}
+        refused = {(e.for_job, node_of.get(e.pod, "")) for e in decided.evictions if e.pod in report.evict_failed}
+        if not refused:
+            return dict(decided.nominated)
+        job_of = {p.key: f"{p.namespace}/{p.group}" for p in snapshot.pods if p.group}
+        return {key: node for key, node in decided.nominated.items() if (job_of.get(key), node) not in refused}
+
+    def _write_pods(self, decided: model_decisions.Decisions, report: SessionReport, now: float, *,
+                    nominated: dict[str, str]) -> None:
+        """The PodScheduled=False condition of every pod of ours left unbound, with the `nominated` node
         of a preemptor whose evictions made its room, in one status patch per pod that changed (in
         parallel, as binds: a first session over a large backlog writes one per pending pod)."""
         work: list[tuple[str, dict[str, Any]]] = []
-        for key in sorted(set(decided.pod_conditions) | set(decided.nominated)):
+        for key in sorted(set(decided.pod_conditions) | set(nominated)):
             pod = self._pod(key)
             if pod is None or not self._ours(pod):
                 continue
             changes = convert.pod_status_changes(pod, condition=decided.pod_conditions.get(key),
-                                                 nominated=decided.nominated.get(key), now=now)
+                                                 nominated=nominated.get(key), now=now)
             if changes:
                 work.append((key, changes))
         if not work:
             return
         workers = max(1, min(self.settings.apply.bind_workers, len(work)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pod-status") as pool:
-            answers = list(pool.map(lambda w: self.status.pod(*convert.split_key(w[0]), w[1]), work))
+            answers = list(pool.map(lambda w: self._patch_pod_status(*w), work))
         for (key, changes), written in zip(work, answers):
+            if isinstance(written, APIError):
+                self._status_failed("pods", key, written, report)
+                continue
             if written is None:
                 continue
             self.cache.apply_newer("pods", written)
@@ -372,11 +402,24 @@ class Scheduler:
             if "conditions" in changes:
                 report.pod_conditions.append(key)
 
+    def _patch_pod_status(self, key: str, changes: dict[str, Any]) -> dict[str, Any] | APIError | None:
+        """The pod's new object, None (nothing written), or the API error that refused the patch —
+        returned, not raised, so that one pod's refusal does not cost the other pods their writes."""
+        try:
+            return self.status.pod(*convert.split_key(key), changes)
+        except APIError as exc:
+            return exc
+
     def _write_podgroup(self, key: str, status: model_decisions.PodGroupStatus, report: SessionReport, now: float,
-                        session_id: str) -> None:
+                        session_id: str, *, seen_uid: str | None) -> None:
+        """The status the session computed for the PodGroup it saw (`seen_uid`), onto that object only: one
+        deleted and created again under its name (a vcjob restart) is left to the next session."""
         ns, name = convert.split_key(key)
         current = self.cache.get("podgroups", ns, name)
         if current is None:
+            return
+        if current["metadata"].get("uid") != seen_uid:
+            report.skipped[key] = "podgroup re-created since the session's snapshot: left to the next session"
             return
 
         def status_for(obj: dict[str, Any]) -> dict[str, Any] | None:
@@ -389,19 +432,44 @@ class Scheduler:
         except retry.NotLeader:
             raise
         except APIError as exc:
-            log.warning("podgroup %s: status not written: %s", key, exc)
+            self._status_failed("podgroups", key, exc, report)
             return
         if written is not None:
             self.cache.apply_newer("podgroups", written)
             report.podgroups_written.append(key)
             self.metrics.status_writes.labels(kind="podgroup").inc()
 
-    def _podgroup_events(self, decided: model_decisions.Decisions) -> list[_Event]:
+    def _write_queue(self, name: str, entry: dict[str, Any], report: SessionReport) -> None:
+        """The Queue status fields the session changed (allocated, podgroup counters; never `state`)."""
+        current = self.cache.get("queues", "", name)
+        if current is None:
+            return
+        changes = convert.changed_fields(convert.queue_status(entry), current.get("status") or {})
+        try:
+            written = self.status.queue(name, changes)
+        except APIError as exc:
+            self._status_failed("queues", name, exc, report)
+            return
+        if written is not None:
+            self.cache.apply_newer("queues", written)
+            report.queues_written.append(name)
+            self.metrics.status_writes.labels(kind="queue").inc()
+
+    def _status_failed(self, resource: str, key: str, exc: APIError, report: SessionReport) -> None:
+        """Report a status write the API refused: a log line, a count, and the session report. It is not
+        retried here: the object keeps its old status, which still differs from what the next session
+        computes, so that session writes it again."""
+        log.warning("%s %s: status not written (the next session writes it again): %s", resource, key, exc)
+        self.metrics.status_write_failures.labels(kind=resource.removesuffix("s")).inc()
+        report.status_failed[f"{resource}/{key}"] = str(exc)
+
+    def _podgroup_events(self, decided: model_decisions.Decisions, seen_uids: dict[str, str]) -> list[_Event]:
         """The Events Volcano records on PodGroups at a session's end, read before their status is
         written: `Unschedulable` (Warning, the gang's condition message) for every podgroup that is not
         ready, and `Scheduled` ("pod group is ready") for one that becomes Running in this session.
         (Volcano records the second every session for every ready podgroup and lets the API's event
-        aggregation count them; once per transition says the same without a write per running job.)"""
+        aggregation count them; once per transition says the same without a write per running job.)
+        Only about the PodGroups the session saw (`seen_uids`), as their status."""
         events: list[_Event] = []
         for key, status in sorted(decided.podgroups.items()):
             ns, name = convert.split_key(key)
@@ -409,6 +477,8 @@ class Scheduler:
             if current is None:
                 continue  # derived from a vcjob the controller has not processed: no object to attach to
             uid = current["metadata"].get("uid", "")
+            if uid != seen_uids.get(key):
+                continue  # re-created since the snapshot: the session's verdict is about its predecessor
             if status.phase in ("Pending", "Inqueue", "Unknown"):
                 message = next((c["message"] for c in status.conditions if c.get("type") == "Unschedulable"), "")
                 if message:

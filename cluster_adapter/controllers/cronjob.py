@@ -8,8 +8,9 @@ One reconcile of a CronJob, at the controllers' clock's `now`:
    missing from it are added, references to vanished Jobs dropped;
 2. `suspend: true` stops here;
 3. the most recent schedule time in (lastScheduleTime or creation, now] is found with `croniter`, in
-   `timeZone` (an IANA name; default UTC); with `startingDeadlineSeconds`, times older than
-   now - deadline are missed on purpose (an Event says so). No time due: come back at the next one;
+   `timeZone` (an IANA name; default UTC); with `startingDeadlineSeconds`, a time older than
+   now - deadline is missed on purpose: a Warning `MissSchedule` Event, once per missed time, and no
+   Job (lastScheduleTime stays, as in Kubernetes). No time due: come back at the next one;
 4. concurrencyPolicy: **Allow** runs it; **Forbid** skips it while a Job is active (lastScheduleTime
    stays, so the run starts late if the active Job finishes before the next time and the deadline
    allows); **Replace** deletes the active Jobs first;
@@ -52,6 +53,12 @@ class CronJobController(Controller):
     name = "cronjob-controller"
     resources = (CRONJOBS, JOBS)
 
+    def __init__(self) -> None:
+        super().__init__()
+        # (namespace, name) -> the missed schedule time last reported: a missed time stays the most
+        # recent unmet one until the next is due, and every reconcile in between would report it again
+        self._missed: dict[tuple[str, str], float] = {}
+
     def setup(self, options: Options) -> None:
         options.store.on(CRONJOBS.name, self._on_cronjob)
         options.store.on(JOBS.name, self._on_job)
@@ -60,8 +67,11 @@ class CronJobController(Controller):
         return "/".join(item)
 
     def _on_cronjob(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event != "DELETED":
-            self.work.add((obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
+        key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        if event == "DELETED":
+            self._missed.pop(key, None)
+        else:
+            self.work.add(key)
 
     def _on_job(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         owner = names.controller_of(obj)
@@ -98,8 +108,7 @@ class CronJobController(Controller):
             return
         deadline = spec.get("startingDeadlineSeconds")
         if scheduled is not None and deadline is not None and scheduled + float(deadline) < now:
-            self.opts.events.event(cron, "Warning", "MissSchedule",
-                                   f"missed the run at {rfc3339(scheduled)}: startingDeadlineSeconds passed")
+            self._report_missed(cron, item, scheduled)
             scheduled = None
         if scheduled is not None:
             policy = spec.get("concurrencyPolicy") or "Allow"
@@ -145,6 +154,14 @@ class CronJobController(Controller):
             if uid not in listed and not _finished(job):
                 active.append(_reference(job))  # made by us, but the status write was lost
         return active, finished
+
+    def _report_missed(self, cron: dict[str, Any], item: tuple[str, str], scheduled: float) -> None:
+        """A Warning `MissSchedule` about a run past its startingDeadlineSeconds, once per missed time."""
+        if self._missed.get(item) == scheduled:
+            return
+        self._missed[item] = scheduled
+        self.opts.events.event(cron, "Warning", "MissSchedule",
+                               f"missed the run at {rfc3339(scheduled)}: startingDeadlineSeconds passed")
 
     def _create_job(self, cron: dict[str, Any], scheduled: float) -> dict[str, Any] | None:
         meta, template = cron["metadata"], (cron.get("spec") or {}).get("jobTemplate") or {}
@@ -198,7 +215,10 @@ class CronJobController(Controller):
 
 def schedule_times(spec: dict[str, Any], cron: dict[str, Any], status: dict[str, Any],
                    now: float) -> tuple[float | None, float | None]:
-    """(the most recent unmet schedule time <= now, or None; the next schedule time after now)."""
+    """(the most recent unmet schedule time <= now, or None; the next schedule time after now).
+
+    The unmet time is returned even when it is past `startingDeadlineSeconds`: the caller reports it as
+    missed (a time dropped here could never be told from no time due)."""
     expression = str(spec.get("schedule") or "").strip()
     if expression.upper().startswith(("TZ=", "CRON_TZ=")):
         raise ScheduleError(f"schedule {expression!r}: set the time zone with spec.timeZone, not a TZ= prefix")
@@ -211,9 +231,6 @@ def schedule_times(spec: dict[str, Any], cron: dict[str, Any], status: dict[str,
         raise ScheduleError(f"unknown time zone {zone_name!r}") from exc
     earliest = parse_rfc3339(status.get("lastScheduleTime")) or parse_rfc3339(
         cron["metadata"].get("creationTimestamp")) or now
-    deadline = spec.get("startingDeadlineSeconds")
-    if deadline is not None:
-        earliest = max(earliest, now - float(deadline))
     at_now = datetime.datetime.fromtimestamp(now, zone)
     latest = croniter(expression, at_now + datetime.timedelta(microseconds=1)).get_prev(datetime.datetime).timestamp()
     following = croniter(expression, at_now).get_next(datetime.datetime).timestamp()

@@ -8,6 +8,8 @@ binder does. Outcomes:
 - 409: someone (maybe our own earlier try, whose answer was lost) already bound it, or the pod was
   replaced or is being deleted. The pod is read again: bound to *our* node counts as success, so a
   retried bind is never applied twice and never reported as a failure; anything else is a failure.
+  When the pod cannot be read again, the bind is a failure left for the next session, which reads the
+  pod from its watch (the uid precondition keeps a bind that did go through from being applied twice).
 - 404: the pod is gone (deleted, or never existed: a pod derived from a vcjob the job controller has
   not created yet) — a failure the next session will not repeat.
 - transient errors: retried with backoff by `retry.attempt`; when the tries run out, a failure that
@@ -43,6 +45,8 @@ class Binder:
         self.sleep = sleep
 
     def bind(self, pod: dict[str, Any], node: str, annotations: dict[str, str] | None = None) -> BindResult:
+        """Every API failure comes back as a failed BindResult, never raised: binds run in parallel, and
+        one pod's failure must not hide the others' outcomes. Only `retry.NotLeader` is raised."""
         meta = pod.get("metadata") or {}
         ns, name, uid = meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", "")
         key = f"{ns}/{name}"
@@ -69,6 +73,9 @@ class Binder:
                                     gate=self.gate, on_error=self.on_error, sleep=self.sleep)
         except APINotFound as gone:
             return BindResult(key, node, False, f"pod {key} no longer exists", gone)
+        except APIError as unread:
+            return BindResult(key, node, False, f"binding to {node} conflicted and pod {key} could not be read "
+                              f"again: {unread}", unread, retry_next_session=True)
         meta, spec = current.get("metadata") or {}, current.get("spec") or {}
         if meta.get("uid") != uid:
             return BindResult(key, node, False, f"pod {key} was replaced by another with the same name", exc)

@@ -9,7 +9,7 @@ import pytest
 
 from cluster_adapter.kube import retry
 from cluster_adapter.kube.binder import Binder
-from cluster_adapter.kube.client import KubeClient
+from cluster_adapter.kube.client import PODGROUPS, KubeClient
 from cluster_adapter.kube.evictor import Evictor
 from cluster_adapter.kube.status import StatusWriter
 from tests.adapter.conftest import FAST_APPLY, load, pod, podgroup, queue
@@ -82,6 +82,18 @@ def test_a_bind_whose_answer_was_lost_is_not_applied_twice(emu: EmulatorThread, 
     assert emu.call(lambda e: e.get("pods", "default", "p"))["spec"]["nodeName"] == "n1"
 
 
+def test_a_conflict_whose_pod_cannot_be_read_again_is_left_for_the_next_session(emu: EmulatorThread,
+                                                                                client: KubeClient) -> None:
+    """A 409, then 500s on reading the pod back: the binder cannot judge it, so it reports a failure the
+    next session retries (never an exception, which would cost the other parallel binds their outcome)."""
+    [p] = load(emu, [pod("p")])
+    add_fault(emu, fail_first(1, "bind", 409, "Conflict"))
+    add_fault(emu, fail_first(100, "get", 500, "InternalError"))
+    result = Binder(client, FAST_APPLY).bind(p, "n1")
+    assert not result.ok and result.retry_next_session and "could not be read again" in result.reason
+    assert emu.call(lambda e: e.get("pods", "default", "p"))["spec"].get("nodeName") is None
+
+
 def test_a_pod_bound_elsewhere_meanwhile_is_a_final_failure(emu: EmulatorThread, client: KubeClient) -> None:
     [p] = load(emu, [pod("p")])
     load(emu, [pod("p", node_name="other")])  # another scheduler got there first
@@ -141,6 +153,26 @@ def test_podgroup_status_conflict_rereads_and_recomputes(emu: EmulatorThread, cl
     assert written is not None and written["status"]["phase"] == "Inqueue"
     assert written["metadata"]["labels"] == {"touched": "yes"}
     assert len(seen) == 2 and emu.call(lambda e: e.count("patch", "podgroups", status=409)) == 1
+
+
+def test_podgroup_status_is_not_written_onto_a_podgroup_recreated_under_its_name(emu: EmulatorThread,
+                                                                                  client: KubeClient) -> None:
+    """The PodGroup is deleted and created again (a vcjob restart) after the status was computed: the
+    write meets 409, and the copy read back has another uid, so nothing is written to it."""
+    [old] = load(emu, [podgroup("g", phase="Pending")])
+    client.delete_object(PODGROUPS, "default", "g")
+    [new] = load(emu, [podgroup("g", phase="Pending")])
+    assert new["metadata"]["uid"] != old["metadata"]["uid"]
+    computed_for: list[str] = []
+
+    def status_for(obj: dict[str, Any]) -> dict[str, Any]:
+        computed_for.append(obj["metadata"]["uid"])
+        return {"phase": "Running", "conditions": []}
+
+    assert StatusWriter(client, FAST_APPLY).podgroup(old, status_for) is None
+    assert computed_for == [old["metadata"]["uid"]]
+    assert emu.call(lambda e: e.count("patch", "podgroups", status=409)) == 1
+    assert emu.call(lambda e: e.get("podgroups", "default", "g"))["status"]["phase"] == "Pending"
 
 
 def test_queue_status_goes_through_the_status_subresource(emu: EmulatorThread, client: KubeClient) -> None:

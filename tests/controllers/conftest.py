@@ -40,8 +40,8 @@ def manager(client: KubeClient, clock: FakeClock) -> Iterator[Manager]:
     """`manager(controllers='*', **settings)`: a ControllerManager on the fake clock (not started)."""
     made: list[ControllerManager] = []
 
-    def make(controllers: str = "*", **overrides: Any) -> ControllerManager:
-        settings = ManagerSettings(controllers=controllers, apply=FAST_APPLY, worker_threads=2,
+    def make(controllers: str = "*", *, apply: ApplySettings = FAST_APPLY, **overrides: Any) -> ControllerManager:
+        settings = ManagerSettings(controllers=controllers, apply=apply, worker_threads=2,
                                    client=ClientSettings(request_timeout_s=5, connect_timeout_s=2), **overrides)
         built = ControllerManager(client, settings, clock=clock)
         made.append(built)

@@ -1,8 +1,9 @@
 """CronJob controller on the fake clock: an hour of `*/20 * * * *` fires three times; Forbid skips a
 run while a job is active and starts it late when the job finishes; Replace replaces the active job;
-suspend, history limits, time zones and bad schedules."""
+suspend, runs missed past their starting deadline, history limits, time zones and bad schedules."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from cluster_adapter.controllers import cronjob
 from cluster_adapter.controllers.clock import FakeClock
 from tests.adapter.kubeemu import EmulatorThread
-from tests.controllers.conftest import Manager, create, get, listed, settle, task
+from tests.controllers.conftest import FAST_APPLY, Manager, create, get, listed, settle, task
 
 MINUTE = 60.0
 
@@ -118,6 +119,30 @@ def test_suspend_and_starting_deadline(emu: EmulatorThread, manager: Manager, cl
     assert jobs(emu) == []
     fired = an_hour(emu, controllers, clock)
     assert len(fired) == 1
+
+
+def test_a_run_missed_past_the_starting_deadline_gives_one_miss_schedule_event_per_missed_time(
+        emu: EmulatorThread, manager: Manager, clock: FakeClock) -> None:
+    """The controller was away for hours and is back at half past: the run due on the hour is past its
+    90 s deadline, so it does not start, and a Warning `MissSchedule` says so, once however often the
+    CronJob is reconciled before the next run (the event recorder's own repeat window is off here); the
+    next hour's run, missed too, gets its own."""
+    create(emu, cron("strict", schedule="0 * * * *", startingDeadlineSeconds=90))
+    controllers = manager("cronjob", apply=dataclasses.replace(FAST_APPLY, event_repeat_s=0.0))
+    settle(controllers)
+    for hour in range(2):
+        clock.advance(3 * 3600 if hour == 0 else 3600)
+        clock.advance((30 * 60 - clock.now() % 3600) % 3600)  # to half past
+        settle(controllers)
+        for touch in range(3):  # reconciled again before the next run is due
+            create(emu, {**cron("strict", schedule="0 * * * *", startingDeadlineSeconds=90),
+                         "metadata": {"name": "strict", "namespace": "default", "labels": {"touch": str(touch)}}})
+            settle(controllers)
+    assert jobs(emu) == []
+    missed = [e for e in listed(emu, "events") if e["reason"] == "MissSchedule"]
+    assert [e["type"] for e in missed] == ["Warning", "Warning"]
+    hours = sorted(e["message"].split(" at ")[1][:19] for e in missed)
+    assert hours[0].endswith(":00:00") and hours[1].endswith(":00:00") and hours[0] != hours[1]
 
 
 @pytest.mark.parametrize("spec, message", [
