@@ -121,6 +121,8 @@ class PolicySource:
                 return self._compiled
             if self._compiled is not None:
                 log.info("policy %s reloaded", self._path)
+            for warning in compiled.warnings:  # a plugin or setting left out: decisions differ from Volcano's there
+                log.warning("policy %s: %s", self._path or "<volcano default>", warning)
             self._compiled, self._mtime = compiled, mtime
         return self._compiled
 

@@ -46,3 +46,13 @@ def test_a_changed_conf_is_reloaded_and_a_broken_one_keeps_the_last_good(tmp_pat
     conf.write_text(OTHER)
     os.utime(conf, (time.time() + 10, time.time() + 10))
     assert source.get().actions == ("enqueue", "allocate", "backfill")
+
+
+def test_a_conf_plugin_left_out_is_logged_when_the_conf_loads(tmp_path: Path,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    """An operator must see in the scheduler's log that a plugin of their conf is not applied."""
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: sla\n')
+    with caplog.at_level("WARNING", logger="cluster_adapter.scheduler"):
+        PolicySource(policy=None, conf=str(conf)).get()
+    assert any("warning[conf.unsupported-plugin]: plugin 'sla'" in r.getMessage() for r in caplog.records)
