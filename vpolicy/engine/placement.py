@@ -467,9 +467,11 @@ class Placement:
         return found
 
     def nominated_node(self, task: TaskInfo) -> list[NodeInfo]:
-        """The pod's nominatedNodeName, tried first when the task fits its Idle and passes the rules."""
+        """The pod's nominatedNodeName, tried first when the task fits its FutureIdle and passes the
+        rules (Volcano's allocate since v1.12): a preemptor whose victims are still terminating is
+        pipelined there again rather than sent to another node that has room now."""
         node = self.state.nodes.get(task.pod.nominated_node) if task.pod.nominated_node else None
-        if node is None or not fits(task.resreq, node.idle):
+        if node is None or not fits(task.resreq, node.future_idle):
             return []
         return self._feasible_scalar(task, FitErrors(), [node])
 
