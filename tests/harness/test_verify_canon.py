@@ -96,10 +96,12 @@ def test_mirror_worlds_are_not_merged_because_node_order_breaks_ties() -> None:
 
 
 @pytest.mark.parametrize("file, expected", [
-    pytest.param(DEFAULT_POLICY, {"hierarchy": True, "reclaimable": False, "weight": False, "empty_queues": True,
-                                  "cross_queue_order": True}, id="default-policy"),
-    pytest.param(HELM_CONF, {"hierarchy": True, "reclaimable": True, "weight": False, "empty_queues": True,
-                             "cross_queue_order": True}, id="helm-conf-runs-no-reclaim"),
+    # proportion holds back the guarantee of every queue, one without jobs too: such a queue is seen
+    pytest.param(DEFAULT_POLICY, {"hierarchy": True, "reclaimable": False, "weight": False, "empty_queues": False,
+                                  "empty_queue_guarantees": True, "cross_queue_order": True}, id="default-policy"),
+    pytest.param(HELM_CONF, {"hierarchy": True, "reclaimable": True, "weight": False, "empty_queues": False,
+                             "empty_queue_guarantees": True, "cross_queue_order": True},
+                 id="helm-conf-runs-no-reclaim"),
     pytest.param(TREE_POLICY, {"hierarchy": False, "empty_queues": False, "cross_queue_order": False},
                  id="hierarchical-capacity-sees-the-tree"),
 ])

@@ -14,7 +14,9 @@ and queues) and every property is judged the same. Each merge has its reason:
    `cluster.queues` is `list(q in cluster.queues where len(q.jobs) > 0)`) and not through the tree.
    The engine hands rules only the queues of jobs; no property check looks at a queue without jobs.
    Such queues are dropped and the others keep their order (a world with jobs in q1 only is the
-   one-queue world).
+   one-queue world). When the policy also sums every queue's guarantee (`sum(q in cluster.queues:
+   q.guarantee)`, as proportion and capacity hold an idle queue's guarantee back), a queue without
+   jobs is kept but only its guarantee tells it apart: its other profiles are one.
 4. **Creation order of jobs in different queues**, when no rule reads names, uids, creation times or
    annotations, every `tasks`/`jobs` list is only counted or quantified, and victim rules carry state
    only per job or per queue. The engine compares jobs only within a queue (queue heaps, job heaps
@@ -33,6 +35,7 @@ of a small space maps to an enumerated one, and a world decides what its represe
 from __future__ import annotations
 
 import itertools
+import math
 from collections import defaultdict
 from functools import lru_cache
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -46,6 +49,9 @@ from vpolicy.model import snapshot as snap
 # Naive spaces up to this size are enumerated canonically (bound 2 has 1.7 million worlds; bound 3,
 # 1.8e10, is only ever sampled).
 MAX_SPACE = 5_000_000
+# Worlds with at most this many queues may drop queues without jobs and erase parents: with three
+# queues the cycle check draws subtree edges from parents.
+_ERASABLE_QUEUES = 2
 _TREE_ATTRS = frozenset({"parent", "ancestors", "children", "is_leaf", "tree_allocated", "tree_inqueue"})
 _IDENTITY_ATTRS = frozenset({"name", "key", "uid", "creation", "annotations"})
 _ORDER_FREE_AGGS = frozenset({"count", "all", "any", "max", "min"})
@@ -69,6 +75,7 @@ class Blind:
     reclaimable: bool = False
     weight: bool = False
     empty_queues: bool = False
+    empty_queue_guarantees: bool = False  # queues without jobs are seen, but only through their guarantee
     cross_queue_order: bool = False
     preempts: bool = True
     why_not: tuple[str, ...] = ()
@@ -76,6 +83,7 @@ class Blind:
     def describe(self) -> str:
         merged = [name for name, on in (("queue parents", self.hierarchy), ("reclaimable", self.reclaimable),
                                         ("queue weights", self.weight), ("queues without jobs", self.empty_queues),
+                                        ("queues without jobs but for their guarantee", self.empty_queue_guarantees),
                                         ("job order across queues", self.cross_queue_order)) if on]
         return "the policy cannot see " + (", ".join(merged) if merged else "nothing merged beyond equal clusters")
 
@@ -110,15 +118,20 @@ def blind_spots(policy: CompiledPolicy, extra: Iterable[ir.Term] = ()) -> Blind:
         why.append(f"reads the queue tree ({', '.join(sorted(scan.attrs & _TREE_ATTRS))})")
     reclaimable = "reclaim" not in policy.actions and "reclaimable" not in scan.attrs
     weight = "weight" not in scan.attrs and "water_fill" not in scan.funcs
-    empty = hierarchy and not scan.all_queues
+    empty = hierarchy and not scan.all_queues and not scan.guarantee_sums
+    guarantees_only = hierarchy and not scan.all_queues and scan.guarantee_sums
     if hierarchy and scan.all_queues:
         why.append("reads cluster.queues other than as the queues with jobs")
-    order = empty and not (scan.attrs & _IDENTITY_ATTRS) and not scan.ordered_lists and not scan.ordered_selects
-    if empty and not order:
+    elif guarantees_only:
+        why.append("reads the guarantees of queues without jobs")
+    droppable = empty or guarantees_only  # queues without jobs (and, for the second, a guarantee) dropped
+    order = droppable and not (scan.attrs & _IDENTITY_ATTRS) and not scan.ordered_lists and not scan.ordered_selects
+    if droppable and not order:
         why.append("reads " + ", ".join(sorted(scan.attrs & _IDENTITY_ATTRS) + (["a list of jobs or tasks in order"]
                                                                               if scan.ordered_lists else [])
                                          + (["victims in candidate order"] if scan.ordered_selects else [])))
-    return Blind(hierarchy, reclaimable, weight, empty, order, "preempt" in policy.actions, tuple(why))
+    return Blind(hierarchy, reclaimable, weight, empty, guarantees_only, order, "preempt" in policy.actions,
+                 tuple(why))
 
 
 def space_is_enumerable(bound: int) -> bool:
@@ -127,20 +140,19 @@ def space_is_enumerable(bound: int) -> bool:
 
 def count(bound: int, blind: Blind) -> int:
     """How many canonical worlds `worlds` yields for the bound."""
-    classes = len(_profile_classes(blind))
-    return sum(classes ** len(parents) for (_nodes, parents, _jobs) in _job_classes(bound, blind))
+    return sum(_profile_choices(blind, parents, jobs) for (_nodes, parents, jobs) in _job_classes(bound, blind))
 
 
 def worlds(bound: int, blind: Blind) -> Iterator[World]:
     """One world per class of the bound's space, smallest first, each with the number it stands for."""
-    profiles = _profile_classes(blind)
     for (nodes, parents, jobs), mult in _job_classes(bound, blind).items():
         specs = tuple(_representative(job) for job in jobs)
-        for choice in itertools.product(range(len(profiles)), repeat=len(parents)):
+        per_queue = _queue_profile_classes(blind, len(parents), jobs)
+        for choice in itertools.product(*(range(len(classes)) for classes in per_queue)):
             weight = mult
-            for c in choice:
-                weight *= len(profiles[c][1])
-            queues = tuple((profiles[c][0], parent) for c, parent in zip(choice, parents))
+            for classes, c in zip(per_queue, choice):
+                weight *= len(classes[c][1])
+            queues = tuple((classes[c][0], parent) for classes, c, parent in zip(per_queue, choice, parents))
             yield World(vw.Spec(nodes, queues, specs), weight)
 
 
@@ -149,8 +161,8 @@ def representative(bound: int, blind: Blind, k: Key) -> vw.Spec | None:
     cpus, profiles, parents, jobs = k
     if (cpus, parents, jobs) not in _job_classes(bound, blind):
         return None
-    reps = _profile_classes(blind)
-    queues = tuple((reps[c][0], parent) for c, parent in zip(profiles, parents))
+    per_queue = _queue_profile_classes(blind, len(parents), jobs)
+    queues = tuple((classes[c][0], parent) for classes, c, parent in zip(per_queue, profiles, parents))
     return vw.Spec(cpus, queues, tuple(_representative(job) for job in jobs))
 
 
@@ -178,17 +190,20 @@ def _read(snapshot: snap.ClusterSnapshot, blind: Blind) -> tuple[Key, list[str]]
         state = vw.RUNNING if running else (vw.PENDING if pg.phase is snap.PodGroupPhase.PENDING else vw.INQUEUE)
         placed = tuple(node_index[p.node_name] if p.node_name else -1 for p in members) if running else None
         jobs.append((int(pg.queue[1:]), pg.priority_class_name == "high", signature, state, placed))
-    classes = {profile: i for i, (_rep, members) in enumerate(_profile_classes(blind)) for profile in members}
-    profiles = [classes[_profile_of(q)] for q in queues]
     parents = [bool(q.parent) for q in queues]
-    if blind.empty_queues and len(queues) <= 2:
+    kept = list(range(len(queues)))
+    if (blind.empty_queues or blind.empty_queue_guarantees) and len(queues) <= _ERASABLE_QUEUES:
         used = sorted({j[0] for j in jobs})
+        guaranteed_idle = [x for x in kept if x not in used and _profile_of(queues[x]) == "guaranteed"]
+        kept = used + (guaranteed_idle if blind.empty_queue_guarantees else [])
         rank = {x: i for i, x in enumerate(used)}
         jobs = [(rank[j[0]], *j[1:]) for j in jobs]
-        profiles = [profiles[x] for x in used]
-        parents = [False for _ in used]
-    elif blind.hierarchy and len(queues) <= 2:
+        parents = [False for _ in kept]
+    elif blind.hierarchy and len(queues) <= _ERASABLE_QUEUES:
         parents = [False for _ in queues]
+    per_queue = _queue_profile_classes(blind, len(kept), jobs)
+    profiles = [next(i for i, (_rep, members) in enumerate(classes) if _profile_of(queues[x]) in members)
+                for classes, x in zip(per_queue, kept)]
     order = list(range(len(jobs)))
     if blind.cross_queue_order and _may_relabel(jobs, blind):
         order.sort(key=lambda i: jobs[i][0])
@@ -204,6 +219,29 @@ def _profile_classes(blind: Blind) -> list[tuple[str, tuple[str, ...]]]:
     same_as_plain = {"unreclaimable": blind.reclaimable, "weighted": blind.weight}
     plain = ("plain", *(p for p in vw.QUEUE_PROFILES if same_as_plain.get(p)))
     return [("plain", plain), *((p, (p,)) for p in vw.QUEUE_PROFILES if p != "plain" and p not in plain)]
+
+
+def _queue_profile_classes(blind: Blind, queues: int, jobs: Iterable[_Job]
+                           ) -> list[list[tuple[str, tuple[str, ...]]]]:
+    """The profile classes of each queue of a world: a queue with jobs has those the policy can tell
+    apart; one without, when the policy sees it only through its guarantee, two (guaranteed or not),
+    or only the first where such queues are dropped unless guaranteed (`_job_classes`)."""
+    full = _profile_classes(blind)
+    if not blind.empty_queue_guarantees:
+        return [full] * queues
+    used = {job[0] for job in jobs}
+    idle = [("guaranteed", ("guaranteed",))]
+    if queues > _ERASABLE_QUEUES:
+        idle.append(("plain", tuple(p for p in vw.QUEUE_PROFILES if p != "guaranteed")))
+    return [full if i in used else idle for i in range(queues)]
+
+
+def _profile_choices(blind: Blind, parents: tuple[bool, ...], jobs: tuple[_Job, ...]) -> int:
+    """How many profile choices `worlds` runs for one class of (nodes, parents, jobs)."""
+    total = 1
+    for classes in _queue_profile_classes(blind, len(parents), jobs):
+        total *= len(classes)
+    return total
 
 
 def _profile_of(q: snap.Queue) -> str:
@@ -228,19 +266,16 @@ def _job_classes(bound: int, blind: Blind) -> dict[_Class, int]:
         for nodes in itertools.product(vw.NODE_CPUS, repeat=n):
             for q in range(1, min(bound, vw.MAX_QUEUES) + 1):
                 choices = vw._job_choices(q, n)  # reason: the space's own definition of a job choice
-                erase = q <= 2  # with three queues the cycle check draws subtree edges from parents
+                erase = q <= _ERASABLE_QUEUES
                 for j in range(1, bound + 1):
                     for jobs in itertools.product(choices, repeat=j):
                         built = _built(nodes, jobs)
                         layouts: list[tuple[tuple[bool, ...], int]]
-                        if blind.empty_queues and erase:
+                        if (blind.empty_queues or blind.empty_queue_guarantees) and erase:
                             used = sorted({job[0] for job in built})
                             rank = {x: i for i, x in enumerate(used)}
                             built = [(rank[job[0]], *job[1:]) for job in built]
-                            mult = 1
-                            for x in range(q):
-                                mult *= (1 if x in rank else len(vw.QUEUE_PROFILES)) * (2 if x > 0 else 1)
-                            layouts = [(tuple(False for _ in used), mult)]
+                            layouts = _idle_queue_layouts(blind, q, len(used))
                         elif blind.hierarchy and erase:
                             layouts = [(tuple(False for _ in range(q)), 2 ** (q - 1))]
                         else:
@@ -251,6 +286,19 @@ def _job_classes(bound: int, blind: Blind) -> dict[_Class, int]:
                             k = (nodes, parents, tuple(built))
                             classes[k] = classes.get(k, 0) + mult
     return classes
+
+
+def _idle_queue_layouts(blind: Blind, queues: int, used: int) -> list[tuple[tuple[bool, ...], int]]:
+    """Where queues without jobs are dropped: the parents of the queues kept (none drawn: the tree is
+    not read) and how many worlds each layout stands for (every parent choice, every dropped profile).
+    A policy that reads only their guarantees keeps the guaranteed ones, after the queues with jobs."""
+    idle = queues - used
+    parent_choices = 2 ** (queues - 1)
+    if blind.empty_queues:
+        return [(tuple(False for _ in range(used)), len(vw.QUEUE_PROFILES) ** idle * parent_choices)]
+    others = len(vw.QUEUE_PROFILES) - 1  # the profiles without a guarantee
+    return [(tuple(False for _ in range(used + kept)), math.comb(idle, kept) * others ** (idle - kept) * parent_choices)
+            for kept in range(idle + 1)]
 
 
 def _representative(job: _Job) -> vw.JobSpec:
@@ -305,6 +353,7 @@ class _Scan:
     attrs: set[str] = field(default_factory=set)
     funcs: set[str] = field(default_factory=set)
     all_queues: bool = False  # cluster.queues read other than filtered to the queues with jobs
+    guarantee_sums: bool = False  # `sum(q in cluster.queues: q.guarantee)`: idle queues' guarantees read
     ordered_lists: bool = False  # a list of jobs or tasks used where its order may matter
     ordered_selects: bool = False  # a select whose state runs across jobs and queues
 
@@ -321,6 +370,10 @@ class _Scan:
             if _queues_with_jobs(t):
                 self.attrs.add("queues")
                 self.walk(t.where)
+                return
+            if _guarantees_of_all_queues(t):
+                self.attrs.update(("queues", "guarantee"))
+                self.guarantee_sums = True
                 return
             self.walk(t.source, order_free=t.func in _ORDER_FREE_AGGS)
             self.walk(t.where)
@@ -343,6 +396,12 @@ class _Scan:
                         self.walk(v)
                 else:
                     self.walk(value)
+
+
+def _guarantees_of_all_queues(t: ir.Agg) -> bool:
+    """`sum(q in cluster.queues: q.guarantee)`: what every queue holds back, with jobs or none."""
+    return (t.func == "sum" and t.source == ir.GetAttr(ir.Var("cluster"), "queues") and t.where is None
+            and t.body == ir.GetAttr(ir.Var(t.var), "guarantee"))
 
 
 def _queues_with_jobs(t: ir.Agg) -> bool:
