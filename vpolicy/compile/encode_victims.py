@@ -15,12 +15,15 @@ dimensions alike and no rule in it names one, so a world of any number of dimens
 comparison's answer when projected onto one witness dimension per comparison: with
 `World.comparisons` + 1 dimensions (the extra one for the property's own), a proof covers vectors of
 any size (`verify_props` encodes again with that many when the first pass needs more). A session map indexed by a queue or job (`deserved[c.queue]`) is an unknown vector per
-slot: any value, the same for the same object. Calls of a module's helper functions are inlined from
+slot: any value, the same for the same object. Numbers are computed as `compile.evaluate` computes
+them: `/` is true division, 0 by 0 (`solve.backend_z3`), and where a double may round, the result is
+an unknown within its rounding error (`compile.rounding`). Calls of a module's helper functions are inlined from
 their bodies (given by the caller). A rule outside the fragment (other session constants, lists of the
 cluster, dimension lists, shares) is not refused: its answer becomes a fresh boolean per candidate,
 i.e. *any* subset. Both over-approximate, so an `Unsat` proof stays a proof for the real rules, and a
 `Sat` answer may be spurious (the caller then falls back to search with the exact engine).
-`Encoded.exact` says whether any rule was abstracted or read a session map.
+`Encoded.exact` says whether any rule was abstracted, read a session map or computed with a double
+that may round (a witness could rest on a rounding Python does not make).
 
 The combination is `Runtime.victims` step by step: within a tier, rules intersect and an empty answer
 ends the tier with nothing; the first tier with victims decides; once a rule has answered, later tiers
@@ -31,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from vpolicy.compile import ir
+from vpolicy.compile import ir, rounding
 from vpolicy.lang import builtins
 
 # Counts that are never negative; constrained so a model cannot use impossible values.
@@ -94,6 +97,7 @@ class World:
     session_terms: dict[tuple[str, str], ir.Term] = field(default_factory=dict)
     unknown_maps: set[str] = field(default_factory=set)  # session maps read as unknowns (`deserved`)
     map_reads: int = 0
+    doubles: rounding.Doubles = field(default_factory=rounding.Doubles)  # roundings of float operations
 
     @property
     def jobs(self) -> int:
@@ -159,7 +163,8 @@ class Encoded:
     decided_exactly: ir.Term  # the answer came from a tier such that every rule up to it was exact
     abstracted: tuple[str, ...]  # rule ids answered by "any subset"
     hard: tuple[ir.Term, ...]  # the world's domain constraints
-    approximated: tuple[str, ...] = ()  # rule ids encoded with a session map (`deserved`) as any value
+    # rule ids encoded with a session map (`deserved`) as any value, or with doubles that may round
+    approximated: tuple[str, ...] = ()
 
 
 def encode(world: World, tiers: Sequence[Sequence[tuple[str, tuple[str, ...], ir.Term]]]) -> Encoded:
@@ -170,16 +175,16 @@ def encode(world: World, tiers: Sequence[Sequence[tuple[str, tuple[str, ...], ir
     approximated: list[str] = []
     for tier in tiers:
         for rule_id, params, term in tier:
-            maps = world.map_reads
+            maps, roundings = world.map_reads, world.doubles.roundings
             try:
                 keeps[id(term)] = tuple(world.define(f"{rule_id}.c{i}", t, "bool")
                                         for i, t in enumerate(_encode_rule(world, params, term)))
-            except Unsupported:
+            except (Unsupported, rounding.NotArithmetic):
                 abstracted.append(rule_id)
                 keeps[id(term)] = tuple(ir.op("and", world.present(i), world.abstract(f"{rule_id}.c{i}"))
                                         for i in range(k))
             else:
-                if world.map_reads > maps:
+                if world.map_reads > maps or world.doubles.roundings > roundings:
                     approximated.append(rule_id)
     empty = tuple(ir.Const(False) for _ in range(k))
     victims: tuple[ir.Term, ...] = empty
@@ -270,9 +275,12 @@ def _cond(test: ir.Term, then: Any, orelse: Any) -> Any:
 
 
 def _define(world: World, name: str, value: Any) -> Any:
+    """A group's state as named unknowns, of the sort of its value (a boolean state stays a boolean)."""
     if isinstance(value, Vec):
         return Vec(tuple(world.define(f"{name}.{d}", t, "int") for d, t in zip(world.dims, value.dims)))
-    return world.define(name, value, "real")
+    if isinstance(value, (Obj, Dim)):
+        raise Unsupported("a group state that is an object")
+    return world.define(name, value, rounding.sort_of(value))
 
 
 def _bool(world: World, t: ir.Term, env: dict[str, Any]) -> ir.Term:
@@ -367,8 +375,14 @@ def _op(world: World, t: ir.Op, env: dict[str, Any]) -> Any:
             raise Unsupported("object compared with a value")
         same = _same(world, a, b)
         return same if t.op == "==" else ir.op("not", same)
-    if any(isinstance(a, Obj) for a in args):
+    if any(isinstance(a, (Obj, Dim)) for a in args):
         raise Unsupported("arithmetic on objects")
+    if t.op in ("+", "-", "*", "/"):
+        result = world.doubles.arithmetic(t.op, args[0], args[1])
+        world.hard.extend(result.bounds)
+        return result.value
+    if len(args) == 2:
+        world.hard.extend(world.doubles.compared(t.op, args[0], args[1]))
     return ir.op(t.op, *args)
 
 
@@ -387,24 +401,35 @@ def _agg(world: World, t: ir.Agg, env: dict[str, Any]) -> ir.Term:
             parts.append(ir.op("and", member, test) if t.func == "any" else ir.op("or", ir.op("not", member), test))
         return ir.op("or" if t.func == "any" else "and", *parts)
     if t.func in ("min", "max") and isinstance(t.source, ir.Var) and env.get(t.source.name) == "$candidates":
-        if t.body is None:
-            raise Unsupported(f"{t.func} of candidates")
-        world.fresh += 1
-        out: ir.Term = ir.Sym(f"unknown{world.fresh}.{t.func}", "real")  # over no candidate: any value
-        seen: ir.Term = ir.Const(False)
-        better = "<" if t.func == "min" else ">"
-        for i in range(world.k):
-            inner = {**env, t.var: Obj("task", f"c{i}")}
-            take = ir.op("and", world.present(i), *([_bool(world, t.where, inner)] if t.where is not None else []))
-            value = _value(world, t.body, inner)
-            if isinstance(value, (Obj, Vec)):
-                raise Unsupported(f"{t.func} of objects or vectors")
-            out = world.define(f"{t.func}.c{i}", ir.cond(ir.op("and", take, ir.op("or", ir.op("not", seen),
-                                                                                 ir.op(better, value, out))),
-                                                         value, out), "real")
-            seen = world.define("seen", ir.op("or", seen, take), "bool")
-        return out
+        return _extreme(world, t, env)
     raise Unsupported(f"{t.func} over {type(t.source).__name__}")
+
+
+def _extreme(world: World, t: ir.Agg, env: dict[str, Any]) -> ir.Term:
+    """`min`/`max` of a number over the candidates, one candidate at a time; an int if every value is one."""
+    if t.body is None:
+        raise Unsupported(f"{t.func} of candidates")
+    taken: list[tuple[ir.Term, ir.Term]] = []
+    for i in range(world.k):
+        inner = {**env, t.var: Obj("task", f"c{i}")}
+        take = ir.op("and", world.present(i), *([_bool(world, t.where, inner)] if t.where is not None else []))
+        value = _value(world, t.body, inner)
+        if isinstance(value, (Obj, Vec, Dim)):
+            raise Unsupported(f"{t.func} of objects or vectors")
+        taken.append((take, value))
+    sorts = {rounding.sort_of(v) for _take, v in taken}
+    if "bool" in sorts:
+        raise Unsupported(f"{t.func} of booleans")
+    sort = "real" if "real" in sorts else "int"
+    world.fresh += 1
+    out: ir.Term = ir.Sym(f"unknown{world.fresh}.{t.func}", sort)  # over no candidate: any value
+    seen: ir.Term = ir.Const(False)
+    better = "<" if t.func == "min" else ">"
+    for i, (take, value) in enumerate(taken):
+        first_or_better = ir.op("or", ir.op("not", seen), ir.op(better, value, out))
+        out = world.define(f"{t.func}.c{i}", ir.cond(ir.op("and", take, first_or_better), value, out), sort)
+        seen = world.define("seen", ir.op("or", seen, take), "bool")
+    return out
 
 
 def _vector_op(world: World, op: str, args: list[Any]) -> Any:

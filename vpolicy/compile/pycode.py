@@ -47,6 +47,7 @@ _NUMERIC_ATTRS = frozenset(a for attrs in OBJECT_TYPES.values() for a, spec in a
                            if spec.type in _NUMBER_TYPES)
 _NUMERIC_FUNCS = frozenset(name for name, f in FUNCTIONS.items() if f.result in _NUMBER_TYPES)
 _ARITHMETIC = {"+": "+", "-": "-", "*": "*", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+_USER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # the grammar's NAME: what a rule's author can write
 
 
 class Unsupported(Exception):
@@ -451,4 +452,10 @@ def _mangle(name: str) -> str:
 
 
 def _ident(name: str) -> str:
-    return "v_" + re.sub(r"\W", "_", name)
+    """The Python local for a DSL variable, one-to-one: a name the user wrote (a DSL NAME is already a
+    Python identifier) is `v_` + itself; a name the compiler made (`x#12` for a `let x`, `x#12#i3` in an
+    inlined copy) is `w_` + itself with every character but a letter or digit written as `_<hex>_`.
+    Mapping `#` to `_` alone made `let x` (`x#5`) and a parameter `x_5` one local."""
+    if _USER_NAME.fullmatch(name):
+        return "v_" + name
+    return "w_" + "".join(c if c.isascii() and c.isalnum() else f"_{ord(c):x}_" for c in name)

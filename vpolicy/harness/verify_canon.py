@@ -230,7 +230,7 @@ def _queue_profile_classes(blind: Blind, queues: int, jobs: Iterable[_Job]
     if not blind.empty_queue_guarantees:
         return [full] * queues
     used = {job[0] for job in jobs}
-    idle = [("guaranteed", ("guaranteed",))]
+    idle: list[tuple[str, tuple[str, ...]]] = [("guaranteed", ("guaranteed",))]
     if queues > _ERASABLE_QUEUES:
         idle.append(("plain", tuple(p for p in vw.QUEUE_PROFILES if p != "guaranteed")))
     return [full if i in used else idle for i in range(queues)]

@@ -5,9 +5,19 @@ rule spans. Translation covers the arithmetic and logical fragment of the IR (co
 unknowns, + - * /, comparisons, and/or/not, if, let); terms over session objects are evaluated exactly
 before they reach the solver (see `vpolicy.compile.encode_gang`). `unknown` from Z3 — a timeout
 included — is returned as `Unknown`, never as `Unsat`.
+
+The arithmetic is exact, over integers and rationals, and gives each operator the meaning
+`compile.evaluate` gives it: `/` is true division, also between two ints (Z3's `/` on two Int terms
+would round down), and 0 when the divisor is 0 (Z3 leaves x/0 unconstrained); a float constant is the
+rational its IEEE double is exactly (0.1 is 3602879701896397/2**55, not 1/10). What this module does not
+model is rounding: a float operation's result is rounded in Python and exact here, so an encoder whose
+answers may depend on it bounds the rounding itself (`compile.rounding`, used by `compile.encode_victims`).
+Resource vectors never reach `/` here: the encoders keep vectors as one integer term per dimension and
+do not divide them (`evaluate._div` scales a vector by 1/b, which raises for b = 0).
 """
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Iterable
 
 import z3
@@ -51,7 +61,7 @@ class Z3Backend:
             if isinstance(v, int):
                 return z3.IntVal(v)
             if isinstance(v, float):
-                return z3.RealVal(v)
+                return _float_value(v)
             raise SolverError(f"constant {v!r} has no solver meaning")
         if isinstance(t, ir.Sym):
             return self.symbol(t.name, t.sort)
@@ -74,7 +84,7 @@ class Z3Backend:
             if t.op == "neg":
                 return -args[0]
             a, b = args
-            ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
+            ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: _divide(a, b),
                    "==": lambda: a == b, "!=": lambda: a != b, "<": lambda: a < b, "<=": lambda: a <= b,
                    ">": lambda: a > b, ">=": lambda: a >= b}
             if t.op not in ops:
@@ -121,6 +131,27 @@ class Z3Backend:
             unique = tuple(dict.fromkeys(core))
             return Unsat(unique)
         return Unknown(solver.reason_unknown() or "unknown")
+
+
+def _float_value(v: float) -> z3.ArithRef:
+    """The exact rational of the double `v`: `compile.evaluate` compares and computes with the double, and
+    `RealVal(0.1)` would be the decimal 1/10 instead."""
+    try:
+        exact = Fraction(v)
+    except (OverflowError, ValueError) as e:  # inf and nan are no rationals
+        raise SolverError(f"constant {v!r} has no solver meaning") from e
+    return z3.RealVal(exact)
+
+
+def _divide(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
+    """`evaluate._div` on numbers: true division (ints are made reals, or Z3 would divide them as
+    integers, rounding down), and 0 where the divisor is 0 (Z3's own x/0 is any value)."""
+    quotient = _real(a) / _real(b)
+    return z3.If(b == 0, z3.RealVal(0), quotient)
+
+
+def _real(x: z3.ArithRef) -> z3.ArithRef:
+    return z3.ToReal(x) if x.is_int() else x
 
 
 class IncrementalSolver:
