@@ -127,3 +127,25 @@ def test_a_boolean_group_state_is_encoded_as_a_boolean(tmp_path: Path, when: str
 def _encoded_state_is_exact(policy: CompiledPolicy) -> bool:
     rule = policy.tiers[0][0].module.rules["preemptable"][0]
     return ev.encode(ev.World(2), [[("t.one_per_job", rule.params, rule.term)]]).exact
+
+
+def test_a_rule_over_string_arithmetic_is_not_proved_from_the_strings_codes(tmp_path: Path) -> None:
+    """Strings are interned as integer codes, which mean something only to == and !=: `c.name + ""` is the
+    name itself to the engine, but the sum of two codes, another number, to the solver."""
+    policy = _policy(tmp_path, _filter('c.job == preemptor.job and c.name + "" == c.name'))
+    rule = policy.tiers[0][0].module.rules["preemptable"][0]
+    preemptor = _Object(priority=3, job=SAME_JOB, name="p")
+    candidate = _Object(priority=3, job=SAME_JOB, name="c")
+    assert rule.call({}, preemptor, [candidate]) == [candidate]  # equal priority: the property breaks
+    outcome = verify_symbolic.prove_preempt_priority(policy, candidates=2)
+    assert outcome.status in ("inconclusive", "refuted"), outcome.detail
+
+
+def test_the_minimum_over_no_candidate_is_zero_as_in_the_engine(tmp_path: Path) -> None:
+    """No candidate passes `where`, so the engine's min is 0 and the rule chooses nothing; a solver left
+    free to pick that minimum would build a counterexample the engine never makes."""
+    policy = _policy(tmp_path, _filter("c.job == preemptor.job "
+                                       "and min(x in candidates where x.priority > x.priority: x.priority) > 5"))
+    assert _exact_victims(policy, 3, 3) == []
+    outcome = verify_symbolic.prove_preempt_priority(policy, candidates=2)
+    assert outcome.status == "proved", outcome.detail

@@ -89,6 +89,9 @@ class World:
     hard: list[ir.Term] = field(default_factory=list)
     fresh: int = 0
     depth: int = 0
+    # ids of the terms that stand for strings (their interned codes): only == and != mean anything on
+    # them; an order or arithmetic on codes (`c.name + ""`) would mean something else
+    texts: set[int] = field(default_factory=set)
     vectors: dict[str, Vec] = field(default_factory=dict)
     dims: tuple[str, ...] = RESOURCE_DIMS
     comparisons: int = 0  # vector comparisons encoded (each may need its own witness dimension)
@@ -295,7 +298,7 @@ def _value(world: World, t: ir.Term, env: dict[str, Any]) -> Any:  # noqa: C901 
         if isinstance(t.value, bool) or isinstance(t.value, (int, float)):
             return t
         if isinstance(t.value, str):
-            return ir.Const(world.code(t.value))
+            return _text(world, ir.Const(world.code(t.value)))
         raise Unsupported(f"constant {t.value!r}")
     if isinstance(t, ir.Var):
         if t.name not in env or env[t.name] == "$candidates":
@@ -306,7 +309,9 @@ def _value(world: World, t: ir.Term, env: dict[str, Any]) -> Any:  # noqa: C901 
     if isinstance(t, ir.GetAttr):
         return _attr(world, _value(world, t.obj, env), t.name)
     if isinstance(t, ir.Cond):
-        return _cond(_bool(world, t.test, env), _value(world, t.then, env), _value(world, t.orelse, env))
+        then, orelse = _value(world, t.then, env), _value(world, t.orelse, env)
+        chosen = _cond(_bool(world, t.test, env), then, orelse)
+        return _text(world, chosen) if id(then) in world.texts or id(orelse) in world.texts else chosen
     if isinstance(t, ir.GetIndex):
         return _session_entry(world, t, env)
     if isinstance(t, ir.Agg):
@@ -377,6 +382,8 @@ def _op(world: World, t: ir.Op, env: dict[str, Any]) -> Any:
         return same if t.op == "==" else ir.op("not", same)
     if any(isinstance(a, (Obj, Dim)) for a in args):
         raise Unsupported("arithmetic on objects")
+    if t.op not in ("==", "!=") and any(id(a) in world.texts for a in args):
+        raise Unsupported(f"{t.op} on strings")
     if t.op in ("+", "-", "*", "/"):
         result = world.doubles.arithmetic(t.op, args[0], args[1])
         world.hard.extend(result.bounds)
@@ -421,8 +428,7 @@ def _extreme(world: World, t: ir.Agg, env: dict[str, Any]) -> ir.Term:
     if "bool" in sorts:
         raise Unsupported(f"{t.func} of booleans")
     sort = "real" if "real" in sorts else "int"
-    world.fresh += 1
-    out: ir.Term = ir.Sym(f"unknown{world.fresh}.{t.func}", sort)  # over no candidate: any value
+    out: ir.Term = ir.Const(0 if sort == "int" else 0.0)  # over no candidate: 0, as the engine's fold gives
     seen: ir.Term = ir.Const(False)
     better = "<" if t.func == "min" else ">"
     for i, (take, value) in enumerate(taken):
@@ -484,7 +490,21 @@ def _apply(world: World, t: ir.Apply, env: dict[str, Any]) -> ir.Term:
     raise Unsupported(f"function {t.func}")
 
 
+def _text(world: World, term: ir.Term) -> ir.Term:
+    """`term` (a string's code), remembered as a string (`World.texts`)."""
+    world.texts.add(id(term))
+    return term
+
+
 def _attr(world: World, obj: Any, name: str) -> Any:
+    value = _plain_attr(world, obj, name)
+    if not isinstance(obj, Obj):
+        return value
+    spec = _KIND_ATTRS.get(obj.kind, {}).get(name)
+    return _text(world, value) if spec is not None and spec.type == "string" else value
+
+
+def _plain_attr(world: World, obj: Any, name: str) -> Any:
     if not isinstance(obj, Obj):
         raise Unsupported(f".{name} of a value")
     vector = name in _KIND_ATTRS.get(obj.kind, {}) and _KIND_ATTRS[obj.kind][name].type == "resources"
@@ -492,7 +512,7 @@ def _attr(world: World, obj: Any, name: str) -> Any:
         if name == "job":
             return Obj("job", index=ir.Const(0) if obj.slot == "p" else world.job_of(obj.slot))
         if name == "queue":
-            return _attr(world, _attr(world, obj, "job"), "queue")
+            return _plain_attr(world, _plain_attr(world, obj, "job"), "queue")
         return world.vec(obj.slot, name) if vector else world.sym(obj.slot, name, "task")
     if obj.kind == "job":
         if name == "queue":

@@ -99,16 +99,15 @@ def prove_preempt_priority(policy: CompiledPolicy, *, candidates: int, timeout_m
     ms = round((time.perf_counter() - t0) * 1000, 3)
     scope = f"every candidate list of up to {candidates} tasks on a node, any priorities and counts"
     if isinstance(result, Unsat):
-        how = "exactly" if encoded.exact else f"with {', '.join(encoded.abstracted)} taken as any subset"
         return Symbolic("proved", f"symbolic (Z3): the preemptable rules, combined tier by tier as Volcano does, "
-                                  f"choose only lower-priority victims for {scope} (rules encoded {how})", ms)
+                                  f"choose only lower-priority victims for {scope} ({_how(encoded, world)})", ms)
     if isinstance(result, Sat) and not encoded.exact:
         # Is there a witness decided by a tier that, like every tier before it, was encoded exactly?
         result = backend.check([*constraints, (label, encoded.decided_exactly)])
         ms = round((time.perf_counter() - t0) * 1000, 3)
         if not isinstance(result, Sat):
-            return Symbolic("inconclusive", f"symbolic (Z3): not proved; {', '.join(encoded.abstracted)} could not be "
-                                            "encoded (taken as any subset)", ms)
+            return Symbolic("inconclusive", f"symbolic (Z3): not proved; a witness rests on what was not encoded "
+                                            f"exactly ({_how(encoded, world)})", ms)
     if isinstance(result, Sat):
         witness = _witness(result.model, candidates, world)
         return Symbolic("refuted", f"symbolic (Z3): the preemptable rules can choose a victim of equal or higher "
@@ -235,8 +234,12 @@ def _reclaim_query(policy: CompiledPolicy, name: str, tiers: list[list[tuple[str
 
 
 def _how(encoded: ev.Encoded, world: ev.World) -> str:
+    """How exactly the rules were encoded, naming what was not: rules taken as any subset, session maps
+    taken as any value, doubles that may round taken within their rounding error."""
     parts = ([f"{', '.join(encoded.abstracted)} taken as any subset"] if encoded.abstracted else []) + \
-        ([f"{', '.join(sorted(world.unknown_maps))} taken as any value"] if world.unknown_maps else [])
+        ([f"{', '.join(sorted(world.unknown_maps))} taken as any value"] if world.unknown_maps else []) + \
+        ([f"the doubles of {', '.join(encoded.approximated)} taken within their rounding error"]
+         if world.doubles.roundings else [])
     return "rules encoded exactly" if not parts else "rules encoded with " + "; ".join(parts)
 
 
