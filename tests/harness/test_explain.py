@@ -129,7 +129,7 @@ def test_queue_allocatable_conflict_carries_its_numbers(queues_cluster: str) -> 
     e = explain.explain([queues_cluster], "ns/pg1-w-1")
     assert core(e) == [
         ("engine.place-task", "<engine>", "place one pending task of ns/pg1"),
-        ("proportion.within_deserved", "policies/volcano/proportion.vpol:25",
+        ("proportion.within_deserved", "policies/volcano/proportion.vpol:26",
          "queue c1: allocated cpu 1, memory 1Gi, this task asks cpu 1, memory 1Gi; takes no more "
          "(queue.allocated + task.resreq = cpu 2 > deserved[queue] = cpu 1)"),
     ]
@@ -188,7 +188,7 @@ def test_bert_large_on_the_smaller_gpu_node_conflicts_with_gang_and_its_queues_s
     assert core(e) == [
         ("gang.ready", "policies/volcano/gang.vpol:40",
          "minAvailable 4: 0 ready, 0 pipelined; 4 more must be placed together"),
-        ("proportion.within_deserved", "policies/volcano/proportion.vpol:25",
+        ("proportion.within_deserved", "policies/volcano/proportion.vpol:26",
          "queue research-nlp: allocated cpu 2500m, memory 12Gi, nvidia.com/gpu 0, this task asks cpu 8, memory 64Gi, "
          "nvidia.com/gpu 2; takes 3 more (queue.allocated + task.resreq = nvidia.com/gpu 8 > deserved[queue] = "
          "nvidia.com/gpu 7833m)"),
@@ -299,7 +299,7 @@ def test_dry_run_explain_adds_a_reason_per_pending_pod(queues_cluster: str, caps
     reasons = doc["explain"]
     assert isinstance(reasons, dict) and set(reasons) == {"ns/pg1-w-1", "ns/pg2-w-1"}
     assert reasons["ns/pg1-w-1"] == (
-        "conflict: proportion.within_deserved (policies/volcano/proportion.vpol:25): queue c1: allocated cpu 1, "
+        "conflict: proportion.within_deserved (policies/volcano/proportion.vpol:26): queue c1: allocated cpu 1, "
         "memory 1Gi, this task asks cpu 1, memory 1Gi; takes no more (queue.allocated + task.resreq = cpu 2 > "
         "deserved[queue] = cpu 1)")
     assert "explain" not in dryrun.dry_run([queues_cluster]).document()
