@@ -1,17 +1,26 @@
 """The `vpolicy` command line: parse flags, call the harness, pick a reporter, exit 0 / 1 / 2.
 
 Bad input (policy, conf, snapshot) prints one diagnostic per line on stderr and exits 1 — never a
-traceback. This module holds no logic of its own.
+traceback. A reader that closes the output pipe early (`| head`) ends the command quietly (exit 141,
+see EXIT_PIPE_CLOSED). This module holds no logic of its own.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
-from vpolicy.errors import PolicyError
+from vpolicy.errors import Diagnostic, PolicyError
+from vpolicy.source import Span
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED = 0, 1, 2
+# When the reader of the output goes away (`vpolicy dry-run ... | head -1`), stop quietly with the status a
+# shell reports for a program killed by SIGPIPE (128 + 13), as `cat` or `grep` would be in that pipe. Not 0:
+# the output was cut short, and a script under `set -o pipefail` should see that as it does for those
+# tools. Python ignores SIGPIPE, so the write raises BrokenPipeError; restoring the default handler
+# instead would let a closed socket kill the live scheduler (an extension command of this same CLI).
+EXIT_PIPE_CLOSED = 141
 
 
 def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -76,35 +85,75 @@ def _simulation_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParse
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser(argv).parse_args(argv)
     extension = getattr(args, "extension", None)
-    if callable(extension):  # a subcommand from another package (see _extension_commands)
-        return int(extension(args))
+    if callable(extension):  # a subcommand from another package (see _extension_commands); its errors are
+        return int(extension(args))  # its own: a broken pipe there may be a socket of the live scheduler
     try:
-        if args.command == "dry-run":
-            return _dry_run(args)
-        if args.command in ("simulate", "replay"):
-            from vpolicy.sim import command
+        try:
+            return _run(args)
+        finally:
+            sys.stdout.flush()  # output that fits in the buffer meets a closed pipe only here
+    except BrokenPipeError:
+        return _reader_gone()
 
-            return command.main(args, out=sys.stdout, err=sys.stderr)
-        if args.command == "check":
-            from vpolicy.harness.check import run_check
 
-            return run_check(args.files, output=args.output, out=sys.stdout, err=sys.stderr)
-        if args.command == "test":
-            return _test(args)
-        if args.command in ("fmt", "diff"):
-            return _fmt(args) if args.command == "fmt" else _diff(args)
-        if args.command == "explain":
-            return _explain(args)
-        if args.command == "verify":
-            return _verify(args)
+def _run(args: argparse.Namespace) -> int:
+    """One of vpolicy's own subcommands, with bad input reported as one diagnostic line each (exit 1)."""
+    try:
+        return _command(args)
     except PolicyError as exc:
         for diag in exc.diagnostics:
             print(diag.one_line(), file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # a closed output pipe is no bad input: main() ends quietly
+        raise
     except (OSError, UnicodeDecodeError) as exc:
-        print(f"error[input.unreadable]: {exc}", file=sys.stderr)
+        print(_unreadable(exc).one_line(), file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def _command(args: argparse.Namespace) -> int:
+    """Run one of vpolicy's own subcommands; bad input raises PolicyError."""
+    if args.command == "dry-run":
+        return _dry_run(args)
+    if args.command in ("simulate", "replay"):
+        from vpolicy.sim import command
+
+        return command.main(args, out=sys.stdout, err=sys.stderr)
+    if args.command == "check":
+        from vpolicy.harness.check import run_check
+
+        return run_check(args.files, output=args.output, out=sys.stdout, err=sys.stderr)
+    if args.command == "test":
+        return _test(args)
+    if args.command in ("fmt", "diff"):
+        return _fmt(args) if args.command == "fmt" else _diff(args)
+    if args.command == "explain":
+        return _explain(args)
+    if args.command == "verify":
+        return _verify(args)
     return EXIT_OK
+
+
+def _unreadable(exc: OSError | UnicodeDecodeError) -> Diagnostic:
+    """A file error that no loader turned into a diagnostic (they all should: see `load.textfile`), still
+    as one located line when the error names its file."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        name = os.fsdecode(exc.filename)
+        return Diagnostic("input.unreadable", f"cannot use {name}: {exc.strerror or exc}", Span(name, 1, 1),
+                          help="check the path and its permissions")
+    return Diagnostic("input.unreadable", str(exc), help="files given to vpolicy are UTF-8 text")
+
+
+def _reader_gone() -> int:
+    """Stop after the reader of stdout closed it: no error line. Stdout is pointed at /dev/null so the
+    interpreter's last flush of what is still buffered does not fail again with 'Exception ignored'
+    (the recipe of Python's `signal` documentation, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no file (embedded, or captured by a test): nothing to flush
+        pass
+    return EXIT_PIPE_CLOSED
 
 
 def _dry_run(args: argparse.Namespace) -> int:

@@ -142,6 +142,13 @@ def test_a_loop_of_parents_is_reported_once_at_the_first_queue_of_the_loop(in_tm
         ("check.queue-cycle", "queue 'a' is its own ancestor: a -> b -> a", "q.yaml:7:11")]
 
 
+def test_a_root_queue_whose_parent_leads_back_to_it_is_a_loop(in_tmp: Path) -> None:
+    _write("q.yaml", _queue("root", "parent: q\n") + _queue("q", "parent: root\n"))
+    assert [(d.code, d.message, str(d.span), d.help) for d in check.check_paths(["q.yaml"]).diagnostics] == [
+        ("check.queue-cycle", "queue 'root' is its own ancestor: root -> q -> root", "q.yaml:7:11",
+         "root is the top of the queue tree: remove its spec.parent")]
+
+
 # podgroups and pods -----------------------------------------------------------------------------------------
 def test_a_podgroup_in_a_missing_queue_suggests_the_closest_name(in_tmp: Path) -> None:
     _write("c.yaml", _queue("vision", "weight: 1\n") + _podgroup("pg", "visoin"))
@@ -290,6 +297,30 @@ def test_a_policy_file_reports_checker_errors_with_their_spans(in_tmp: Path) -> 
     [diag] = check.check_paths(["m.vpol"]).diagnostics
     assert (diag.code, str(diag.span), diag.help) == ("check.unknown-attribute", "m.vpol:3:30",
                                                       "did you mean 'min_available'?")
+
+
+def test_a_policy_that_is_not_utf8_is_located_and_the_other_files_are_still_checked(in_tmp: Path) -> None:
+    Path("latin1.vpol").write_bytes(b'plugin p\nlet a = "caf\xe9"\n')
+    Path("latin1.conf").write_bytes(b'actions: allocate\n# caf\xe9\n')
+    _write("typo.vpol", 'plugin p\nrule r: job_valid(job) = 1 + "a"\n')
+    run = check.check_paths(["latin1.vpol", "latin1.conf", "typo.vpol"])
+    assert [(d.code, str(d.span)) for d in run.diagnostics] == [
+        ("conf.unreadable", "latin1.conf:2:6"), ("input.unreadable", "latin1.vpol:2:13"),
+        ("check.type-mismatch", "typo.vpol:2:26")]
+    assert _rendered(["latin1.vpol"]) == [
+        "latin1.vpol:2:13: error[input.unreadable]: cannot read latin1.vpol: not UTF-8 text (byte 0xe9: invalid "
+        "continuation byte)\n"
+        '    2 | let a = "caf\ufffd"\n'
+        "      |             ^\n"
+        "   help: policy files are UTF-8 text; convert it, e.g. with iconv -f latin1 -t utf-8"]
+
+
+def test_a_used_module_that_cannot_be_read_is_located_with_a_note_at_the_use(in_tmp: Path) -> None:
+    _write("p.vpol", 'policy p\ntier { use "m.vpol" }\n')
+    Path("m.vpol").write_bytes(b"plugin m\n# \xff\n")
+    (diag,) = check.check_paths(["p.vpol"]).diagnostics
+    assert (diag.code, str(diag.span), [(str(s), note) for s, note in diag.related]) == (
+        "input.unreadable", f"{in_tmp / 'm.vpol'}:2:3", [("p.vpol:2:8", "used here")])
 
 
 def test_a_scenario_file_is_checked_as_vpolicy_test_reads_it(in_tmp: Path) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.load.conftest import WriteDump, diagnostics_of
+from tests.load.conftest import WriteDump, diagnostics_of, load
 
 POD = """\
 apiVersion: v1
@@ -96,6 +96,26 @@ spec:
                  'duplicate key "name"', id="duplicate-key"),
     pytest.param("apiVersion: v1\nkind: Pod\nmetadata:\n\tname: p\n", "load.yaml-syntax", 4, 1,
                  "invalid YAML: found character '\\t' that cannot start any token", id="tab-indentation"),
+    pytest.param(POD.replace("500m", "1e400"), "load.bad-quantity", 10, 23,
+                 "spec.containers[0].resources.requests.cpu: '1e400' is too large: at most 9223372036854775807m "
+                 "(2^63-1 thousandths)", id="quantity-beyond-a-float"),
+    pytest.param(POD.replace("500m", "9223372036854775808m"), "load.bad-quantity", 10, 23,
+                 "spec.containers[0].resources.requests.cpu: '9223372036854775808m' is too large: at most "
+                 "9223372036854775807m (2^63-1 thousandths)", id="cpu-just-above-the-limit"),
+    pytest.param(POD.replace("1Gi", "100Ei"), "load.bad-quantity", 10, 37,
+                 "spec.containers[0].resources.requests.memory: '100Ei' is too large: at most 9223372036854775807 "
+                 "(2^63-1)", id="memory-above-the-limit"),
+    pytest.param(POD.replace("  namespace: ns\n", "  labels: {1: 2}\n"), "load.wrong-type", 5, 15,
+                 "metadata.labels.1: expected a string, got the number 2", id="label-with-a-number-key-and-value"),
+    pytest.param("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec:\n  tasks:\n"
+                 "  - {name: w, replicas: 1000000000, template: {spec: {containers: []}}}\n",
+                 "load.bad-value", 6, 25, "spec.tasks[0].replicas: must be at most 100000, got 1000000000",
+                 id="task-with-a-billion-replicas"),
+    pytest.param("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec:\n  tasks:\n"
+                 "  - {name: a, replicas: 60000, template: {spec: {containers: []}}}\n"
+                 "  - {name: b, replicas: 60000, template: {spec: {containers: []}}}\n",
+                 "load.bad-value", 6, 3, "spec.tasks: the tasks' replicas add up to 120000, more than 100000",
+                 id="tasks-together-above-the-limit"),
 ])
 def test_one_bad_input_gives_one_located_diagnostic(
         write_dump: WriteDump, text: str, code: str, line: int, col: int, message: str) -> None:
@@ -105,6 +125,17 @@ def test_one_bad_input_gives_one_located_diagnostic(
         code, "cluster.yaml", line, col)
     assert diagnostic.message == message
     assert diagnostic.help
+
+
+def test_the_largest_quantity_kubernetes_holds_is_accepted(write_dump: WriteDump) -> None:
+    (pod,) = load(write_dump(POD.replace("500m", "9223372036854775807m").replace("1Gi", "9223372036854775807"))).pods
+    assert (pod.resreq["cpu"], pod.resreq["memory"]) == (2**63 - 1, 2**63 - 1)
+
+
+def test_a_job_of_the_largest_size_is_accepted(write_dump: WriteDump) -> None:
+    snapshot = load(write_dump("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec:\n"
+                               "  tasks:\n  - {name: w, replicas: 100000, template: {spec: {containers: []}}}\n"))
+    assert len(snapshot.deferred_pods) == 100_000
 
 
 def test_a_bad_quantity_renders_with_snippet_and_help(write_dump: WriteDump) -> None:

@@ -59,6 +59,13 @@ def test_value_text_keeps_numbers_as_written() -> None:
     assert file.value_text(requests, "memory") == "1e3"
 
 
+def test_a_key_merged_in_from_an_anchor_is_located_at_the_mapping_that_merges_it() -> None:
+    file = yaml_spans.parse_yaml("base: &b {duration: 1.5}\njob:\n  <<: *b\n  name: x\n", name="w.yaml")
+    job = file.documents[0]["job"]
+    assert (str(file.key_span(job, "duration")), str(file.value_span(job, "duration")),
+            file.value_text(job, "duration")) == ("w.yaml:3:3", "w.yaml:3:3", "1.5")
+
+
 def test_parsed_text_is_remembered_so_snippets_render() -> None:
     file = parsed()
     span = file.value_span(file.documents[0]["metadata"], "name")

@@ -202,6 +202,41 @@ def plugins(*entries: str) -> str:
         ("conf.duplicate-key", 5, 5, "duplicate key 'name'",
          "a key may appear once in a mapping; remove or merge the repeated one"),
         id="duplicate-key"),
+    pytest.param(
+        "actions: []\n",
+        ("conf.missing-key", 1, 10, "'actions' is empty",
+         'list the actions to run, e.g. actions: "enqueue, allocate, backfill"'),
+        id="empty-actions-list"),
+    pytest.param(
+        plugins("- name: overcommit", "  arguments: {overcommit-factor: nan}"),
+        ("conf.wrong-type", 5, 36, "argument 'overcommit-factor' of plugin 'overcommit' must be a finite number, "
+                                   "not nan", "write a number such as 1.5"),
+        id="nan-argument"),
+    pytest.param(
+        plugins("- name: nodeorder", "  arguments: {leastrequested.weight: 'nan'}"),
+        ("conf.wrong-type", 5, 40, "argument 'leastrequested.weight' of plugin 'nodeorder' must be a finite "
+                                   "number, not 'nan'", "write a number such as 1.5"),
+        id="quoted-nan-argument"),
+    pytest.param(
+        plugins("- name: nodeorder", "  arguments: {leastrequested.weight: .inf}"),
+        ("conf.wrong-type", 5, 40, "argument 'leastrequested.weight' of plugin 'nodeorder' must be a finite "
+                                   "number, not .inf", "write a number such as 1.5"),
+        id="infinite-argument"),
+    pytest.param(
+        plugins("- name: binpack", "  arguments: {binpack.weight: 1e400}"),
+        ("conf.wrong-type", 5, 33, "argument 'binpack.weight' of plugin 'binpack' must be a finite number, "
+                                   "not 1e400", "write a number such as 1.5"),
+        id="argument-beyond-a-float"),
+    pytest.param(
+        plugins("- name: binpack", "  arguments: {binpack.weight: 1" + "0" * 400 + "}"),
+        ("conf.wrong-type", 5, 33, "argument 'binpack.weight' of plugin 'binpack' must be a finite number, "
+                                   "not 1" + "0" * 400, "write a number such as 1.5"),
+        id="integer-beyond-a-float"),
+    pytest.param(
+        "actions: allocate\nconfigurations:\n- name: allocate\n  arguments: {optimizeBudget: -.inf}\n",
+        ("conf.wrong-type", 4, 31, "argument 'optimizeBudget' of action 'allocate' must be a finite number, "
+                                   "not -.inf", "write a number such as 1.5"),
+        id="infinite-action-argument"),
 ])
 def test_a_conf_mistake_is_pinned_to_its_position(text: str, expected: Pinned) -> None:
     assert diagnostics_of(text) == [expected]

@@ -1,6 +1,7 @@
 """A valid volcano-scheduler.conf becomes a SchedulerConf with every flag resolved as Volcano resolves it."""
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,17 @@ def test_plugin_arguments_are_kept_as_written() -> None:
         "enabled": True}
     assert [type(v) for v in binpack.arguments.values()] == [int, str, float, str, int, bool]
     assert str(binpack.argument_spans["binpack.cpu"]) == "args.conf:7:20"
+
+
+def test_a_float_without_a_dot_is_a_float_as_in_yaml_v2_and_ruamel_says_nothing_about_it() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        conf = loader.parse_conf_text(
+            "actions: allocate\ntiers:\n- plugins:\n  - name: binpack\n    arguments: {binpack.weight: 1e1}\n",
+            file="mantissa.conf")
+    binpack = conf.plugin("binpack")
+    assert binpack is not None and binpack.arguments == {"binpack.weight": 10.0}
+    assert [str(w.message) for w in caught] == []
 
 
 def test_configurations_give_each_action_its_arguments() -> None:

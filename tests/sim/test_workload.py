@@ -246,3 +246,83 @@ def test_every_code_the_simulation_emits_is_documented() -> None:
     documented = set(re.findall(r"^\| `((?:workload|replay)\.[a-z-]+)`",
                                 (ROOT / "docs" / "simulate.md").read_text(encoding="utf-8"), re.MULTILINE))
     assert emitted == documented
+
+
+@pytest.mark.parametrize("jobs, extra, expected", [
+    pytest.param('- {name: a, requests: {cpu: "1"}, duration: .inf}\n', "",
+                 "w.yaml:5:45: error[workload.bad-duration]: jobs[0].duration: '.inf' is longer than 3650d (ten "
+                 "years), the longest a workload may write", id="infinite-job-duration"),
+    pytest.param('- {name: a, requests: {cpu: "1"}, duration: 1e400}\n', "",
+                 "w.yaml:5:45: error[workload.bad-duration]: jobs[0].duration: '1e400' is longer than 3650d (ten "
+                 "years), the longest a workload may write", id="job-duration-beyond-a-float"),
+    pytest.param('- {name: a, requests: {cpu: "1"}, duration: 99999d}\n', "",
+                 "w.yaml:5:45: error[workload.bad-duration]: jobs[0].duration: '99999d' is longer than 3650d (ten "
+                 "years), the longest a workload may write", id="job-duration-of-centuries"),
+    pytest.param('- {name: a, requests: {cpu: "1"}, duration: nan}\n', "",
+                 "w.yaml:5:45: error[workload.bad-duration]: jobs[0].duration: 'nan' is not a duration",
+                 id="nan-job-duration"),
+    pytest.param('- {name: a, requests: {cpu: "1"}, duration: .nan}\n', "",
+                 "w.yaml:5:45: error[workload.bad-duration]: jobs[0].duration: '.nan' is not a duration",
+                 id="yaml-nan-job-duration"),
+    pytest.param('- {name: a, requests: {cpu: "1"}, duration: 1h}\n', "duration: 1e400\n",
+                 "w.yaml:4:11: error[workload.bad-duration]: duration: '1e400' is longer than 3650d (ten years), the "
+                 "longest a workload may write", id="workload-duration-beyond-a-float"),
+])
+def test_a_duration_that_is_not_finite_or_longer_than_ten_years_is_a_bad_duration(
+        write_workload: WriteWorkload, jobs: str, extra: str, expected: str) -> None:
+    path = write_workload(jobs, extra=extra)
+    assert errors(path) == [expected + " (write a duration such as 90s, 45m, 2h, 1h30m or 1d (a bare number is "
+                                       "seconds))"]
+
+
+@pytest.mark.parametrize("jobs, expected", [
+    pytest.param('- {name: a, pods: 10000000000, requests: {cpu: "1"}, duration: 1h}\n',
+                 "w.yaml:5:19: error[workload.bad-value]: jobs[0].pods: must be at most 100000, got 10000000000 "
+                 "(a job has at most 100000 pods; Kubernetes supports 150000 in a whole cluster)",
+                 id="pods-of-one-job"),
+    pytest.param('- {name: a, count: 100000000000, every: 1s, requests: {cpu: "1"}, duration: 1h}\n',
+                 "w.yaml:5:20: error[workload.bad-value]: job 'a': count 100000000000 x pods 1 takes the workload to "
+                 "100000000000 pods, more than the 1000000 it may create (lower count or pods; all jobs of a workload "
+                 "(count x pods each) add up to at most 1000000 pods)", id="count-of-one-template"),
+    pytest.param('- {name: a, count: 600000, every: 1s, requests: {cpu: "1"}, duration: 1h}\n'
+                 '- {name: b, count: 5, every: 1s, pods: 100000, requests: {cpu: "1"}, duration: 1h}\n',
+                 "w.yaml:6:20: error[workload.bad-value]: job 'b': count 5 x pods 100000 takes the workload to "
+                 "1100000 pods, more than the 1000000 it may create (lower count or pods; all jobs of a workload "
+                 "(count x pods each) add up to at most 1000000 pods)", id="templates-together"),
+    pytest.param('- {name: a, requests: {cpu: 1e400}, duration: 1h}\n',
+                 "w.yaml:5:29: error[workload.bad-quantity]: jobs[0].requests.cpu: '1e400' is too large: at most "
+                 "9223372036854775807m (2^63-1 thousandths) (check the exponent and the suffix; Kubernetes "
+                 "quantities hold at most 2^63-1)", id="request-beyond-a-quantity"),
+])
+def test_a_workload_too_large_to_simulate_is_refused_at_once(write_workload: WriteWorkload, jobs: str,
+                                                              expected: str) -> None:
+    path = write_workload(jobs)
+    assert errors(path) == [expected]
+
+
+def test_a_job_merged_from_an_anchor_loads_and_its_mistakes_point_at_the_merging_job(
+        write_workload: WriteWorkload) -> None:
+    good = write_workload('- &a {name: a, requests: {cpu: "1"}, duration: 1.5}\n- {<<: *a, name: b}\n')
+    assert [t.duration for t in wl.load_workload(good).templates] == [(1.5, 1.5), (1.5, 1.5)]
+    bad = write_workload('- &a {name: a, requests: {cpu: "1"}, duration: .inf}\n- {<<: *a, name: b}\n', name="b.yaml")
+    assert [line.split(" (write")[0] for line in errors(bad)] == [
+        "b.yaml:5:48: error[workload.bad-duration]: jobs[0].duration: '.inf' is longer than 3650d (ten years), the "
+        "longest a workload may write",
+        "b.yaml:6:3: error[workload.bad-duration]: jobs[1].duration: 'inf' is longer than 3650d (ten years), the "
+        "longest a workload may write"]
+
+
+def test_a_csv_row_with_more_pods_than_a_job_may_have_is_a_bad_value(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("t.csv").write_text("submit_time,job,queue,pods,cpu,memory,gpu,duration,priority\n"
+                             "0,a,default,100001,1,1Gi,0,1h,\n"
+                             "0,b,default,1,1,1Gi,0,nan,\n", encoding="utf-8")
+    with pytest.raises(PolicyError) as caught:
+        trace.load_trace("t.csv")
+    assert [d.one_line() for d in caught.value.diagnostics] == [
+        "t.csv:2:13: error[workload.bad-value]: pods: must be at most 100000, got 100001 (a job has at most 100000 "
+        "pods; Kubernetes supports 150000 in a whole cluster)",
+        "t.csv:3:23: error[workload.bad-duration]: duration: 'nan' is not a duration (write seconds, or a duration "
+        "such as 90s, 2h)",
+    ]

@@ -24,7 +24,7 @@ import numpy as np
 from vpolicy.compile import ir
 from vpolicy.compile.lower import CompiledRule
 from vpolicy.compile.vectorize import NodeBatch, ResMatrix
-from vpolicy.engine.runtime import Runtime
+from vpolicy.engine.runtime import RULE_FAILURES, Runtime, evaluate_clause, rule_failed
 from vpolicy.engine.state import NodeInfo, SessionState, TaskInfo
 from vpolicy.model.resources import CPU, MEMORY, Resources
 
@@ -95,7 +95,7 @@ def rule_score(rule: CompiledRule, raw: np.ndarray, env: dict[str, Any]) -> np.n
     asked, 100 for all when the maximum is 0 and reversed) truncated, times W."""
     if rule.normalize_weight is None:
         return raw
-    weight = float(rule.normalize_weight(env))
+    weight = float(evaluate_clause(rule, rule.normalize_weight, env, part="normalize"))
     if weight == 0:
         return np.zeros(len(raw))
     top = raw.max() if len(raw) else 0.0
@@ -226,8 +226,15 @@ class Placement:
             env[rule.params[0]] = task
             env[rule.params[1]] = batch if batch is not None else self._batch(rows)
             self.rt.calls += 1
-            out = rule.vector(env)
+            try:
+                out = rule.vector(env)
+            except RULE_FAILURES as exc:
+                self._scalar_values(rule, task, rows)  # fails too, and says why in the DSL's words, not numpy's
+                raise rule_failed(rule.label, exc) from exc
             return np.broadcast_to(np.asarray(out, dtype=float), (len(rows),)).copy()
+        return self._scalar_values(rule, task, rows)
+
+    def _scalar_values(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         return np.array([float(self.rt._call(rule, task, self.node_list[i])) for i in rows])
 
     def _rule_values(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
@@ -324,7 +331,8 @@ class Placement:
             passed = self._rule_values(rule, task, undecided).astype(bool)
             for i in undecided[~passed]:
                 env[rule.params[0]], env[rule.params[1]] = task, self.node_list[i]
-                reasons[int(i)] = [rule.reason(env) if rule.reason else f"rule {rule.label.rule_id} failed"]
+                reasons[int(i)] = [evaluate_clause(rule, rule.reason, env, part="reason") if rule.reason
+                                   else f"rule {rule.label.rule_id} failed"]
             undecided = undecided[passed]
         names = self._names
         errors.nodes.update((names[i], reasons[i]) for i in sorted(reasons))  # lists shared: read only

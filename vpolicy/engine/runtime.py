@@ -10,25 +10,35 @@ It knows nothing of actions (see `actions`); it never changes session state.
 Rule coverage (for `vpolicy test --coverage`) is off by default and then costs nothing: only inside
 `recording_coverage(counts)` does a new `Runtime` count, per rule label, its calls and its deciding
 answers (`DECIDES`), by swapping in a counting `_call` on that instance.
+
+A rule that fails on this session's values (an index past a list's end, a map's missing key compared
+as none, a helper that never stops calling itself) is the policy's mistake, not the engine's: where
+rules are called (`Runtime._call`, and the batched node rules of `engine.placement`), the failure
+becomes `RuleFailed`, a `PolicyError` with one `eval.failed` diagnostic at the rule. The `try` costs
+nothing in CPython 3.11 until something raises; nothing is recorded per call.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
 import operator
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from vpolicy.compile import ir
+from vpolicy.compile import evaluate, ir
 from vpolicy.compile.ir import Label
 from vpolicy.compile.lower import CompiledModule, CompiledRule, classify, is_comparison
 from vpolicy.engine.heap import KeyedQueue, PriorityQueue, Queue, SortedQueue
 from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, SessionState, TaskInfo
+from vpolicy.errors import Diagnostic, PolicyError
 from vpolicy.lang.builtins import CALLBACKS, JOB
+from vpolicy.source import Span
 
 # When an answer of a rule decided something, by how its callback's answers are combined: a non-zero
 # order or vote (abstain is 0), a false test (the first false one ends an AND), a true `overused` (the
@@ -65,6 +75,80 @@ def recording_coverage(counts: RuleCounts) -> Iterator[RuleCounts]:
         yield counts
     finally:
         _COVERAGE.reset(token)
+
+
+# What evaluating a rule raises on values the checker cannot rule out: an index past a list's end (an
+# IndexError), a map's missing key read as none and then compared, added or passed on (TypeError,
+# AttributeError), a helper that never stops calling itself (RecursionError), a number too large for a
+# float (OverflowError). Anything else is a broken invariant of the engine and propagates as it is.
+RULE_FAILURES: tuple[type[BaseException], ...] = (
+    ArithmeticError, LookupError, TypeError, ValueError, AttributeError, RecursionError, evaluate.EvaluationError)
+EVAL_FAILED = "eval.failed"
+# Python's names for the values rules compute, as the DSL calls them (in failure messages).
+_DSL_TYPES = {"NoneType": "none", "int": "int", "float": "number", "str": "string", "bool": "bool", "list": "list",
+              "dict": "map", "Resources": "resources", "QueueInfo": "queue", "JobInfo": "job", "TaskInfo": "task",
+              "NodeInfo": "node"}
+_PYTHON_TYPE = re.compile(r"'(\w+)'")
+# TypeError's two wordings of an operator applied to values it does not take: (operator, left, right).
+_OPERATOR_ERRORS = (re.compile(r"'(\S+)' not supported between instances of '(\w+)' and '(\w+)'"),
+                    re.compile(r"unsupported operand type\(s\) for (\S+): '(\w+)' and '(\w+)'"))
+# Where generated helpers run (compile.pycode, compile.vcode): a frame `u_NAME` there is helper NAME.
+_GENERATED_FILES = ("<vpolicy-generated>", "<vpolicy-vector>")
+_VECTOR_HELPER = re.compile(r"v_(\w+?)_\d+")
+
+
+class RuleFailed(PolicyError):
+    """A rule, one of its clauses, or a session constant failed on this session's values: bad input (a
+    policy that does not handle the cluster it met), as one located `eval.failed` diagnostic."""
+
+    def __reduce__(self) -> tuple[type[RuleFailed], tuple[list[Diagnostic]]]:
+        # `simulate --parallel` sends it back from a worker process; PolicyError's args are its text only
+        return (RuleFailed, (self.diagnostics,))
+
+
+def rule_failed(label: Label, exc: BaseException, *, part: str = "") -> RuleFailed:
+    """The diagnostic for `exc`, raised while evaluating the rule of `label` (or its `part`: reason,
+    message, normalize weight), located at the rule: IR terms keep no spans of their own."""
+    message, help = describe_failure(exc)
+    where = f"rule {label.rule_id}" + (f" ({part})" if part else "")
+    return RuleFailed([Diagnostic(EVAL_FAILED, f"{where}: {message}", label.span, help=help)])
+
+
+def evaluate_clause(rule: CompiledRule, clause: evaluate.Closure, env: dict[str, Any], *, part: str) -> Any:
+    """One of a rule's clauses (`reason`, `message`, `normalize`) over `env`, its failure located at the rule."""
+    try:
+        return clause(env)
+    except RULE_FAILURES as exc:
+        raise rule_failed(rule.label, exc, part=part) from exc
+
+
+def describe_failure(exc: BaseException) -> tuple[str, str | None]:
+    """What went wrong, in the DSL's words (`none`, `string`, `map`, not Python's type names), and what
+    the policy's author can do about it."""
+    if isinstance(exc, RecursionError):
+        helpers = _recursing_helpers(exc)
+        if not helpers:
+            return "recursion too deep", "make sure every recursive helper reaches a case that does not call itself"
+        if len(helpers) > 1:
+            named = " and ".join(f"'{h}'" for h in helpers)
+            return (f"helpers {named} keep calling each other (recursion too deep)",
+                    "give one of them a case that returns without calling the other")
+        return (f"helper '{helpers[0]}' keeps calling itself (recursion too deep)",
+                f"give '{helpers[0]}' a case that returns without calling itself")
+    text = _in_dsl_words(str(exc))
+    if isinstance(exc, KeyError):
+        return f"no value for key {text}", None
+    if isinstance(exc, (TypeError, AttributeError)) and "none" in text:
+        return (f"a value is none where it cannot be: {text}",
+                "indexing a map by a key it lacks gives none, as does the root queue's parent; "
+                "test 'm[k] != none' first")
+    if isinstance(exc, IndexError):
+        return text, "test the length first: if len(xs) > i then xs[i] else ..."
+    if isinstance(exc, ZeroDivisionError):
+        return "division by zero", "ratio(a, b) is 0 when b is 0"
+    if isinstance(exc, OverflowError):
+        return f"a number is too large: {text}", None
+    return text, None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,10 +189,8 @@ class Runtime:
         counts = _COVERAGE.get()
         if counts is not None:  # an instance attribute, so the class's plain `_call` stays as fast when off
             self._call = self._counting_call(counts)  # type: ignore[method-assign]  # reason: opt-in coverage
-        session = self.env["$session"]
         shared = _shared_tables(self.tiers)
-        for key, fn, same_as in shared.lets:  # in file order; a let computed as an earlier one is not redone
-            session[key] = session[same_as] if same_as is not None else fn(self.env)
+        self._open_session_lets(shared.lets)
         self._flat: dict[str, list[CompiledRule]] = {}
         self._task_attrs: list[tuple[str, bool] | None] | None = None  # see _sorted_by_attributes
         if counts is None:  # the tables depend on the tiers alone: shared by the policy's sessions, read only
@@ -122,6 +204,26 @@ class Runtime:
             self._by_callback = _by_callback(self.tiers)
             self._flatten()
             self._scalar_only()
+
+    def _open_session_lets(self, lets: _LetPlan) -> None:
+        """Each plugin's session constants, in file order; a let computed as an earlier one is not redone."""
+        session = self.env["$session"]
+        for key, fn, same_as in lets:
+            if same_as is not None:
+                session[key] = session[same_as]
+                continue
+            try:
+                session[key] = fn(self.env)
+            except RULE_FAILURES as exc:
+                raise self._let_failed(key, exc) from exc
+
+    def _let_failed(self, key: tuple[str, str], exc: BaseException) -> RuleFailed:
+        """The diagnostic of a session constant that failed, at its `let` (compiled lets keep no span)."""
+        module_name, name = key
+        file = next((p.module.file for tier in self.tiers for p in tier if p.module.name == module_name), "")
+        message, help = describe_failure(exc)
+        return RuleFailed([Diagnostic(EVAL_FAILED, f"let {module_name}.{name}: {message}", _let_span(file, name),
+                                      help=help)])
 
     def has(self, callback: str) -> bool:
         return any(self._by_callback[callback])
@@ -141,19 +243,30 @@ class Runtime:
         self._fixed_task_order = all(key is not None and _is_comparison(rule)
                                      for rule, key in self._orders["task_order"])
 
+    def ask(self, rule: CompiledRule, *args: Any) -> Any:
+        """One rule's own answer, outside the combination of its callback (tools such as `explain` ask
+        rules one by one); a failure is located at the rule, as in a session."""
+        return self._call(rule, *args)
+
     def _call(self, rule: CompiledRule, *args: Any) -> Any:
         self.calls += 1
         env = self.env  # CompiledRule.call, written out: this is the engine's most frequent call
         for name, value in zip(rule.params, args):
             env[name] = value
-        return rule.fn(env)
+        try:  # free until something raises (CPython 3.11's zero-cost exceptions)
+            return rule.fn(env)
+        except RULE_FAILURES as exc:
+            raise rule_failed(rule.label, exc) from exc
 
     def _counting_call(self, counts: RuleCounts) -> Callable[..., Any]:
         decides = {name: DECIDES[cb.combine] for name, cb in CALLBACKS.items()}
 
         def call(rule: CompiledRule, *args: Any) -> Any:
             self.calls += 1
-            value = rule.call(self.env, *args)
+            try:
+                value = rule.call(self.env, *args)
+            except RULE_FAILURES as exc:
+                raise rule_failed(rule.label, exc) from exc
             counts.calls[rule.label] += 1
             if decides[rule.callback](value):
                 counts.decided[rule.label] += 1
@@ -217,7 +330,10 @@ class Runtime:
         for rule in self._job_keys or ():
             self.calls += 1
             env[rule.params[0]] = job
-            value = rule.operand(env)  # type: ignore[misc]  # reason: _job_key_rules keeps rules with an operand
+            try:
+                value = rule.operand(env)  # type: ignore[misc]  # reason: _job_key_rules keeps rules with an operand
+            except RULE_FAILURES as exc:
+                raise rule_failed(rule.label, exc) from exc
             key.append(_descending(value) if rule.descending else value)
         key.append(job.creation)
         key.append(job.key)
@@ -274,8 +390,8 @@ class Runtime:
     def job_valid(self, job: JobInfo) -> JobInvalid | None:
         for rule in self.rules("job_valid"):
             if not self._call(rule, job):
-                reason = rule.reason(self.env) if rule.reason else rule.name
-                message = rule.message(self.env) if rule.message else reason
+                reason = evaluate_clause(rule, rule.reason, self.env, part="reason") if rule.reason else rule.name
+                message = evaluate_clause(rule, rule.message, self.env, part="message") if rule.message else reason
                 return JobInvalid(reason, message, rule)
         return None
 
@@ -324,7 +440,8 @@ class Runtime:
     def predicate(self, task: TaskInfo, node: NodeInfo) -> PredicateFailure | None:
         for rule in self.rules("predicate"):
             if not self._call(rule, task, node):
-                reason = rule.reason(self.env) if rule.reason else f"rule {rule.label.rule_id} failed"
+                reason = (evaluate_clause(rule, rule.reason, self.env, part="reason") if rule.reason
+                          else f"rule {rule.label.rule_id} failed")
                 return PredicateFailure(reason, rule.unresolvable, rule)
         return None
 
@@ -498,6 +615,10 @@ def _default_task_cmp(l: TaskInfo, r: TaskInfo) -> int:
     return -1 if default_task_before(l, r) else (1 if default_task_before(r, l) else 0)
 
 
+# Session constants in evaluation order: (key, closure, or the key of an earlier let of equal shape).
+_LetPlan = tuple[tuple[tuple[str, str], Callable[[dict[str, Any]], Any], tuple[str, str] | None], ...]
+
+
 @dataclass(frozen=True, slots=True)
 class _Tables:
     """What a Runtime derives from its tiers alone (rules per callback, flattened, order keys)."""
@@ -508,8 +629,7 @@ class _Tables:
     orders: dict[str, list[tuple[CompiledRule, Callable[[Any], Any] | None]]]
     fixed_task_order: bool
     job_keys: tuple[CompiledRule, ...] | None  # see Runtime.job_queue
-    # session constants in evaluation order: (key, closure, or the key of an earlier let of equal shape)
-    lets: tuple[tuple[tuple[str, str], Callable[[dict[str, Any]], Any], tuple[str, str] | None], ...] = ()
+    lets: _LetPlan = ()
 
 
 # Sessions of one policy share its tables instead of rebuilding them (a fifth of a small session's time
@@ -551,7 +671,7 @@ def _shared_tables(tiers: list[list[PluginInstance]]) -> _Tables:
     return tables
 
 
-def _let_plan(tiers: list[list[PluginInstance]]) -> tuple[tuple[tuple[str, str], Any, tuple[str, str] | None], ...]:
+def _let_plan(tiers: list[list[PluginInstance]]) -> _LetPlan:
     """Each plugin's session constants in order; one whose term has the shape of an earlier one (two
     modules computing proportion's deserved shares, say) takes that one's value instead of computing it."""
     terms = {(p.module.name, n): t for tier in tiers for p in tier for n, t, _fn in p.module.session_lets}
@@ -575,6 +695,54 @@ def _let_plan(tiers: list[list[PluginInstance]]) -> tuple[tuple[tuple[str, str],
                     first.setdefault(found, key)
                 plan.append((key, fn, same_as))
     return tuple(plan)
+
+
+def _in_dsl_words(text: str) -> str:
+    """Python's message with the DSL's type names, and its operator errors as the checker words them."""
+    for wording in _OPERATOR_ERRORS:
+        found = wording.fullmatch(text)
+        if found:
+            op, left, right = found.groups()
+            return f"cannot apply '{op}' to {_DSL_TYPES.get(left, left)} and {_DSL_TYPES.get(right, right)}"
+    return _PYTHON_TYPE.sub(lambda m: _DSL_TYPES.get(m.group(1), m.group(0)), text)
+
+
+def _recursing_helpers(exc: RecursionError) -> list[str]:
+    """The helpers whose calls fill the traceback of `exc` (one, or the several of a mutual recursion),
+    when they can be told apart: generated helpers are functions `u_NAME`, and closures of
+    `compile.evaluate` call their helper by the name in `func`."""
+    counts: Counter[str] = Counter()
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename in _GENERATED_FILES and code.co_name.startswith("u_"):
+            name = code.co_name[2:]
+            vector = _VECTOR_HELPER.fullmatch(name)
+            counts[vector.group(1) if vector else name] += 1
+        elif code.co_filename == evaluate.__file__ and code.co_name == "call":
+            counts[str(tb.tb_frame.f_locals.get("func", ""))] += 1
+        tb = tb.tb_next
+    counts.pop("", None)
+    if not counts:
+        return []
+    most = counts.most_common(1)[0][1]
+    return sorted(name for name, n in counts.items() if n * 2 >= most)  # a helper called on the way is not one
+
+
+def _let_span(file: str, name: str) -> Span:
+    """Where `let NAME` is declared in `file` (its first line when the file cannot be read): found by text,
+    since compiled session constants keep no span."""
+    try:
+        lines = Path(file).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return Span(file, 1, 1)
+    declared = re.compile(rf"\s*let\s+{re.escape(name)}\b")
+    for number, line in enumerate(lines, start=1):
+        found = declared.match(line)
+        if found:
+            col = line.index("let") + 1
+            return Span(file, number, col, number, col + 2)
+    return Span(file, 1, 1)
 
 
 def _scalar(rule: CompiledRule) -> CompiledRule:

@@ -191,9 +191,6 @@ def _check_policy(path: str) -> list[Diagnostic]:
         module = parse.parse_file(path)
     except PolicyError as exc:
         return list(exc.diagnostics)
-    except (OSError, UnicodeDecodeError) as exc:
-        return [Diagnostic("input.unreadable", f"cannot read {path}: {exc}", Span(path, 1, 1),
-                           help="policy files are UTF-8 text")]
     diags = list(check.check_module(module))
     if module.kind != "policy" or any(d.severity == "error" for d in diags):
         return diags
@@ -602,18 +599,28 @@ def _cycles(ordered: Iterable[snap.Queue], queues: Mapping[str, snap.Queue], fie
     reported: set[str] = set()
     for q in ordered:
         path = [q.name]
-        parent = queues.get(_parent(q))
+        parent = queues.get(_written_parent(q))
         while parent is not None and parent.name not in path:
             path.append(parent.name)
-            parent = queues.get(_parent(parent))
+            parent = queues.get(_written_parent(parent))
         if parent is None or parent.name != q.name or q.name in reported:
             continue
         reported.update(path)
         loop = " -> ".join([*path, q.name])
         diags.append(Diagnostic(QUEUE_CYCLE, f"queue '{q.name}' is its own ancestor: {loop}",
                                 fields.span(q.origin, "spec", "parent"),
-                                help="a queue's parents must lead to root; change one spec.parent in the loop"))
+                                help="root is the top of the queue tree: remove its spec.parent"
+                                if snap.ROOT_QUEUE in path else
+                                "a queue's parents must lead to root; change one spec.parent in the loop"))
     return diags
+
+
+def _written_parent(q: snap.Queue) -> str:
+    """The parent as the queue's spec writes it (`root` when it names none). Unlike `_parent`, root's own
+    `spec.parent` counts: Volcano's root has no parent, so one written there can only close a loop."""
+    if q.name == snap.ROOT_QUEUE:
+        return q.parent
+    return _parent(q)
 
 
 def _podgroup_queue(pg: snap.PodGroup, queues: Mapping[str, snap.Queue], children: Mapping[str, list[snap.Queue]],

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vpolicy.engine.session import CompiledPolicy, run_session
+from vpolicy.errors import Diagnostic, PolicyError
 from vpolicy.harness import policy as policies
 from vpolicy.harness import verify_worlds, verify_yaml
 from vpolicy.harness.diff import PolicyDiff, PolicyRef, compare
@@ -37,6 +38,10 @@ class SearchResult:
 
 
 def search(a: PolicyRef, b: PolicyRef, *, bound: int = 2, worlds: int = 2000, seed: int = 0) -> SearchResult:
+    """Search the clusters within `bound` for one where `a` and `b` differ; PolicyError on bad input."""
+    problems = _bad_arguments(bound, worlds)
+    if problems:
+        raise PolicyError(problems)
     left, right = _compiled(a), _compiled(b)
     specs, exhaustive = verify_worlds.worlds(bound, worlds, seed)
     searched = 0
@@ -51,6 +56,18 @@ def search(a: PolicyRef, b: PolicyRef, *, bound: int = 2, worlds: int = 2000, se
         if searched >= worlds:
             break
     return SearchResult(bound, searched, exhaustive, None, None)
+
+
+def _bad_arguments(bound: int, worlds: int) -> list[Diagnostic]:
+    """`--bound` and `--worlds` below 1, which would search nothing and still claim "proved equal"."""
+    problems = []
+    if bound < 1:
+        problems.append(Diagnostic("diff.bad-bound", f"--bound must be at least 1, not {bound}",
+                                   help="--bound N searches clusters of at most N nodes, queues and jobs"))
+    if worlds < 1:
+        problems.append(Diagnostic("diff.bad-worlds", f"--worlds must be at least 1, not {worlds}",
+                                   help="--worlds K runs at most K clusters; leave it out for the default"))
+    return problems
 
 
 def _compiled(ref: PolicyRef) -> CompiledPolicy:

@@ -39,8 +39,9 @@ def dry_run(cluster: Sequence[str], *, policy: str | None = None, conf: str | No
 
 def write_explain_table(doc: dict[str, object], out: TextIO) -> None:
     """The `explain` section as a table after the others (`dry-run --explain --output table`)."""
-    from rich.console import Console
     from rich.table import Table
+
+    from vpolicy.harness import report
 
     reasons = doc.get("explain")
     if not isinstance(reasons, dict) or not reasons:
@@ -50,4 +51,4 @@ def write_explain_table(doc: dict[str, object], out: TextIO) -> None:
     table.add_column("conflicting rules (solver)")
     for pod, reason in sorted(reasons.items()):
         table.add_row(pod, str(reason))
-    Console(file=out, width=140, highlight=False, soft_wrap=False).print(table)
+    report.console(out, width=140, highlight=False, soft_wrap=False).print(table)

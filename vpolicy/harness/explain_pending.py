@@ -22,7 +22,7 @@ from vpolicy.compile import encode_explain as enc
 from vpolicy.compile import encode_gang
 from vpolicy.compile import ir
 from vpolicy.compile.lower import CompiledModule, CompiledRule
-from vpolicy.engine.runtime import Runtime
+from vpolicy.engine.runtime import Runtime, evaluate_clause
 from vpolicy.engine.session import SessionResult
 from vpolicy.engine.state import JobInfo, NodeInfo, TaskInfo
 from vpolicy.harness import explain_render as render
@@ -169,7 +169,7 @@ def _gates(result: SessionResult, job: JobInfo, kinds: dict[ir.Label, str]) -> l
     if job.phase == PodGroupPhase.PENDING.value and "enqueue" in ctx.actions:
         rejected = False
         for rule in rt.rules("job_enqueueable"):  # one label per rule, not the combined vote
-            if rule.call(rt.env, job) < 0:
+            if rt.ask(rule, job) < 0:
                 rejected = True
                 why = render.why_not(rule, _module_of(rt, rule), rt.env, job)
                 label = _label(rule, f"podgroup stays Pending (job is not enqueued: queue resource quota "
@@ -181,7 +181,7 @@ def _gates(result: SessionResult, job: JobInfo, kinds: dict[ir.Label, str]) -> l
             kinds[label] = "enqueue"
             out.append(enc.Limit(label, 0))
     for rule in rt.rules("overused"):
-        if rule.call(rt.env, job.queue):
+        if rt.ask(rule, job.queue):
             why = render.why_holds(rule, _module_of(rt, rule), rt.env, job.queue)
             label = _label(rule, f"queue {job.queue.name} is overused: {why}")
             kinds[label] = "overused"
@@ -201,7 +201,7 @@ def _allowances(rt: Runtime, job: JobInfo, classes: list[enc.TaskClass], reps: l
             try:
                 for i in range(tc.count):
                     queue.allocated = saved + rep.resreq.times(i)
-                    if not rule.call(rt.env, queue, rep):
+                    if not rt.ask(rule, queue, rep):
                         allowed = i
                         why = render.why_not(rule, _module_of(rt, rule), rt.env, queue, rep)
                         break
@@ -229,9 +229,10 @@ def _node_classes(rt: Runtime, nodes: list[NodeInfo], reps: list[TaskInfo],
         for c, rep in enumerate(reps):
             failed = []
             for rule in rt.rules("predicate"):  # every failing rule, not only the first
-                if not rule.call(rt.env, rep, node):
+                if not rt.ask(rule, rep, node):
                     failed.append(rule)
-                    reasons[(rule.label.rule_id, id(node))] = rule.reason(rt.env) if rule.reason else rule.name
+                    reasons[(rule.label.rule_id, id(node))] = (
+                        evaluate_clause(rule, rule.reason, rt.env, part="reason") if rule.reason else rule.name)
             row.append(tuple(failed))
         failing_by_node[node.name] = tuple(row)
     groups: dict[tuple[object, ...], list[NodeInfo]] = {}

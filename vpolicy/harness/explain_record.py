@@ -156,7 +156,7 @@ def rule_scores(rt: Runtime, task: TaskInfo, nodes: list[NodeInfo]) -> list[Rule
     tiers = {id(r): i for i, tier in enumerate(rt.tiers, start=1) for p in tier for r in p.rules("node_order")}
     out = []
     for rule in rt.rules("node_order"):
-        raw = {n.name: float(rule.call(rt.env, task, n)) for n in nodes}
+        raw = {n.name: float(rt.ask(rule, task, n)) for n in nodes}
         values = rule_score(rule, np.array(list(raw.values()), dtype=float), rt.env)
         score = {name: float(v) for name, v in zip(raw, values)}
         out.append(RuleScore(rule, tiers.get(id(rule), 0), raw, score))

@@ -28,6 +28,7 @@ from vpolicy.errors import Diagnostic, PolicyError, sorted_diagnostics
 from vpolicy.lang import ast
 from vpolicy.lang.fmt import format_module
 from vpolicy.lang.parse import parse_text
+from vpolicy.load import textfile
 from vpolicy.source import Span
 
 SUFFIX = ".vpol"
@@ -72,7 +73,11 @@ def format_text(text: str, file: str = "<text>") -> str:
 
 
 def format_file(path: str | Path) -> Formatted:
-    text = Path(path).read_text(encoding="utf-8")
+    """The file's text and its formatted text; PolicyError on a syntax error or an unreadable file."""
+    try:
+        text = textfile.read_text(path)
+    except textfile.UnreadableFile as exc:
+        raise PolicyError([exc.diagnostic(UNREADABLE, help="policy files are UTF-8 text")]) from exc
     return Formatted(str(path), text, format_text(text, str(path)))
 
 
@@ -106,10 +111,6 @@ def run_fmt(paths: Sequence[str], *, check: bool, out: TextIO, err: TextIO) -> i
             result = format_file(path)
         except PolicyError as exc:
             problems.extend(exc.diagnostics)
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            problems.append(Diagnostic(UNREADABLE, f"cannot read {path}: {exc}", Span(str(path), 1, 1),
-                                       help="policy files are UTF-8 text"))
             continue
         if not result.changed:
             continue

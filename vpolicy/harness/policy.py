@@ -5,9 +5,16 @@ A Volcano conf maps each plugin name to the rule module `policies/volcano/<name>
 flags to the module's callbacks and its `arguments` to the module's parameters. A native policy file
 (`policy NAME`) says the same in the DSL with `actions` and `tier { use "..." {...} }`. Modules are
 parsed and checked once per process and compiled per distinct settings.
+
+The user's mistakes in what a conf or a `use` gives a module are reported where the user wrote them: an
+argument of the wrong type at its value (with a note at the module's `param`), and, in a `use`, a key
+that is neither a Volcano flag nor an argument of the module at the key, and a `use` of a policy (not a
+rule module) at the `use`. A conf's unknown arguments are left alone, as Volcano leaves them.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -18,13 +25,17 @@ from vpolicy.engine.optimize import MODES as ENGINE_MODES
 from vpolicy.engine.session import OPTIMIZE_BUDGET_S, CompiledPolicy
 from vpolicy.errors import Diagnostic, PolicyError, did_you_mean
 from vpolicy import source
-from vpolicy.lang import ast, load_module
+from vpolicy.lang import ast, load_module, parse
+from vpolicy.lang import fmt as lang_fmt
 from vpolicy.load import conf as conf_loader
 from vpolicy.model import conf as conf_model
 from vpolicy.model import durations
 from vpolicy.model.snapshot import ClusterSnapshot
 
 KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
+BAD_ARGUMENT = "compile.bad-argument"  # the compiler's own code for it, so both read the same
+# Parameter types an argument is read as (`compile.lower`); a list or a mapping is none of them.
+_SCALAR_KINDS = frozenset({"bool", "int", "number", "string"})
 
 
 def policy_root() -> Path:
@@ -87,8 +98,9 @@ def from_conf(conf: conf_model.SchedulerConf) -> CompiledPolicy:
                                         option.span, help=f"expected {path}", severity="warning"))
                 continue
             settings = {**option.arguments, conf_model.HIERARCHY_KEY: option.hierarchy}
-            module = compiled_module(path, settings)
-            plugins.append(PluginInstance(option.name, module, dict(option.flags)))
+            module = _compiled_with(path, settings, option.argument_spans, diags)
+            if module is not None:
+                plugins.append(PluginInstance(option.name, module, dict(option.flags)))
         tiers.append(tuple(plugins))
     actions = tuple(a for a in conf.actions if a in KNOWN_ACTIONS)
     for name in conf.actions:
@@ -176,31 +188,201 @@ def from_policy_file(path: str | Path) -> CompiledPolicy:
                                             help=did_you_mean(name, KNOWN_ACTIONS)))
             actions = decl.names
         elif isinstance(decl, ast.Tier):
-            plugins = []
-            for use in decl.uses:
-                target = _resolve_use(base, use.path)
-                if target is None:
-                    diags.append(Diagnostic("policy.missing-module", f"cannot find rule module '{use.path}'",
-                                            use.span, help="paths are relative to the policy file or to policies/"))
-                    continue
-                flags = conf_model.all_flags()
-                arguments: dict[str, Any] = {}
-                for key, value in use.settings:
-                    literal = _literal(value)
-                    if key in flags:
-                        if not isinstance(literal, bool):
-                            diags.append(Diagnostic("policy.wrong-type", f"flag '{key}' must be true or false",
-                                                    value.span))
-                            continue
-                        flags[key] = literal
-                    else:
-                        arguments[key] = literal
-                name = _module(str(target)).name
-                plugins.append(PluginInstance(name, compiled_module(target, arguments), flags))
-            tiers.append(tuple(plugins))
+            used = (_used_plugin(use, base, diags) for use in decl.uses)
+            tiers.append(tuple(plugin for plugin in used if plugin is not None))
     if diags:
         raise PolicyError(diags)
     return CompiledPolicy(tuple(actions), tuple(tiers), source=str(path))
+
+
+def _used_plugin(use: ast.Use, base: Path, diags: list[Diagnostic]) -> PluginInstance | None:
+    """One `use` of a policy's tier: its rule module compiled with the use's settings; None, with what
+    is wrong added to `diags`, when it cannot be."""
+    target = _resolve_use(base, use.path)
+    if target is None:
+        diags.append(Diagnostic("policy.missing-module", f"cannot find rule module '{use.path}'", use.span,
+                                help="paths are relative to the policy file or to policies/"))
+        return None
+    try:
+        module = _module(str(target))
+    except PolicyError as exc:
+        if not all(d.code == parse.UNREADABLE for d in exc.diagnostics):
+            raise
+        diags.extend(dataclasses.replace(d, related=((use.span, "used here"),)) for d in exc.diagnostics)
+        return None
+    if module.kind != "plugin":
+        diags.append(Diagnostic("policy.use-of-policy", f"'{use.path}' is a policy ('policy {module.name}'), "
+                                "not a rule module", use.span,
+                                help="'use' takes rule modules (files that start with 'plugin NAME'); "
+                                     "write the other policy's 'use' lines here instead"))
+        return None
+    flags = conf_model.all_flags()
+    arguments: dict[str, Any] = {}
+    spans: dict[str, source.Span] = {}
+    for index, (key, value) in enumerate(use.settings):
+        literal = _literal(value)
+        if key in flags or key == conf_model.HIERARCHY_KEY:
+            if not isinstance(literal, bool):
+                diags.append(Diagnostic("policy.wrong-type", f"flag '{key}' must be true or false", value.span))
+            elif key in flags:
+                flags[key] = literal
+            else:  # not a callback switch: the modules that have a hierarchy read it as a parameter
+                arguments[key], spans[key] = literal, value.span
+        elif _takes_argument(module, key):
+            arguments[key], spans[key] = literal, value.span
+        else:
+            diags.append(_unknown_setting(module, key, use.key_span(index)))
+    compiled = _compiled_with(target, arguments, spans, diags)
+    return None if compiled is None else PluginInstance(module.name, compiled, flags)
+
+
+def _unknown_setting(module: ast.Module, key: str, span: source.Span) -> Diagnostic:
+    """A `use` key that is neither a Volcano flag nor an argument of the module, as a conf reports a
+    plugin option it does not know (`conf.unknown-flag`); an `enable...` key is taken for a flag."""
+    if key.startswith("enable"):
+        return Diagnostic("policy.unknown-flag", f"unknown option '{key}' for plugin '{module.name}'", span,
+                          help=did_you_mean(key, conf_model.PLUGIN_OPTION_KEYS - {"name", "arguments"})
+                          or "flags are enableHierarchy and Volcano's enable* flags")
+    names = sorted(_argument_names(module))
+    listed = f"its arguments are {', '.join(names)}" if names else "it takes no arguments"
+    return Diagnostic("policy.unknown-argument", f"plugin '{module.name}' has no argument '{key}'", span,
+                      help=did_you_mean(key, names) or listed)
+
+
+def _compiled_with(path: Path, settings: Mapping[str, Any], spans: Mapping[str, source.Span],
+                   diags: list[Diagnostic]) -> CompiledModule | None:
+    """The module at `path` compiled with the arguments a conf or a `use` gives it (`spans`: where each is
+    written); None, with every argument of the wrong type added to `diags` at its value, when one is."""
+    module = _module(str(path))
+    problems = _argument_problems(module, settings, spans)
+    if not problems:
+        try:
+            return compiled_module(path, settings)
+        except PolicyError as exc:
+            problems = [_at_argument(d, module, settings, spans) for d in exc.diagnostics]
+    diags.extend(problems)
+    return None
+
+
+def _argument_problems(module: ast.Module, settings: Mapping[str, Any],
+                       spans: Mapping[str, source.Span]) -> list[Diagnostic]:
+    """Arguments of the wrong shape the compiler would take as they are: a list, a mapping or an
+    expression for a parameter, a value that is no finite number for a number parameter or for a key
+    the module reads with `argument(KEY, default)`. (The compiler reports what it cannot read as its
+    parameter's type: `_at_argument` moves those into the user's file.)"""
+    params = _params_by_key(module)
+    problems = []
+    for key, raw in settings.items():
+        decl = params.get(key)
+        kind = decl.type.name if decl is not None else "number"
+        if raw is None or (decl is None and not _takes_argument(module, key)) or kind not in _SCALAR_KINDS:
+            continue
+        if not isinstance(raw, (str, int, float, bool)):
+            wrong = f"must be {kind}, got {_shown(raw)}"
+        elif decl is None and (isinstance(raw, bool) or _finite(raw) is None):
+            wrong = f"must be number, got {_shown(raw)}"
+        elif kind in ("int", "number") and not isinstance(raw, bool) and _finite(raw) is False:
+            wrong = f"must be a finite number, got {_shown(raw)}"
+        else:
+            continue
+        problems.append(_bad_argument(module, key, wrong, spans.get(key), decl))
+    return problems
+
+
+def _at_argument(diag: Diagnostic, module: ast.Module, settings: Mapping[str, Any],
+                 spans: Mapping[str, source.Span]) -> Diagnostic:
+    """A compiler diagnostic about an argument, moved from the module's `param` (where the compiler
+    points) to the value in the user's file, with a note back at the `param`."""
+    decl = next((d for d in module.decls if isinstance(d, ast.Param) and d.span == diag.span), None)
+    if diag.code != BAD_ARGUMENT or decl is None:
+        return diag
+    key = decl.conf_key if decl.conf_key and decl.conf_key in settings else decl.name
+    at = spans.get(key)
+    if at is None:
+        return diag
+    return dataclasses.replace(diag, span=at, related=(*diag.related, _declared_here(module, decl)))
+
+
+def _bad_argument(module: ast.Module, key: str, wrong: str, span: source.Span | None,
+                  decl: ast.Param | None) -> Diagnostic:
+    """`compile.bad-argument` at the value, with a note at the `param` (or the `argument(...)` call) it sets."""
+    kind = decl.type.name if decl is not None else "number"
+    reader = _reader_of(module, key) if decl is None else None
+    related = ((_declared_here(module, decl),) if decl is not None
+               else ((reader, f"plugin '{module.name}' reads it here, as a number"),) if reader is not None else ())
+    return Diagnostic(BAD_ARGUMENT, f"argument '{key}' of plugin '{module.name}' {wrong}", span,
+                      help=f"give '{key}' a {kind} value", related=related)
+
+
+def _declared_here(module: ast.Module, decl: ast.Param) -> tuple[source.Span, str]:
+    return decl.span, f"parameter '{decl.name}' of plugin '{module.name}' ({decl.type.name}) is declared here"
+
+
+def _params_by_key(module: ast.Module) -> dict[str, ast.Param]:
+    """A module's parameters by the keys that set them: the conf key (`from "..."`) and the name."""
+    params: dict[str, ast.Param] = {}
+    for decl in module.decls:
+        if isinstance(decl, ast.Param):
+            params.setdefault(decl.name, decl)
+            if decl.conf_key:
+                params[decl.conf_key] = decl
+    return params
+
+
+def _argument_names(module: ast.Module) -> set[str]:
+    """Every argument key a module takes, as a user would write it (`binpack.resources.<name>` for a key
+    it builds from a prefix)."""
+    exact, prefixes = _read_arguments(module)
+    conf_keys = {d.conf_key or d.name for d in module.decls if isinstance(d, ast.Param)}
+    return conf_keys | set(exact) | {f"{prefix}<name>" for prefix in prefixes}
+
+
+def _takes_argument(module: ast.Module, key: str) -> bool:
+    exact, prefixes = _read_arguments(module)
+    return key in _params_by_key(module) or key in exact or any(key.startswith(p) for p in prefixes)
+
+
+def _read_arguments(module: ast.Module) -> tuple[dict[str, source.Span], dict[str, source.Span]]:
+    """The keys the module reads with the built-in `argument(KEY, default)` (not a helper of that name),
+    each with the call that reads it: literal keys, and the literal prefixes of keys built as
+    `"prefix." + name` (binpack's per-resource weights, `binpack.resources.nvidia.com/gpu`)."""
+    if any(isinstance(d, ast.LetDecl) and d.name == "argument" and d.params is not None for d in module.decls):
+        return {}, {}
+    exact: dict[str, source.Span] = {}
+    prefixes: dict[str, source.Span] = {}
+    for root in ast.declared_expressions(module):
+        for node in ast.walk(root):
+            if not (isinstance(node, ast.Call) and node.func == "argument" and node.args):
+                continue
+            key = node.args[0]
+            if isinstance(key, ast.Literal) and isinstance(key.value, str):
+                exact.setdefault(key.value, node.span)
+            elif (isinstance(key, ast.Binary) and key.op == "+" and isinstance(key.left, ast.Literal)
+                  and isinstance(key.left.value, str)):
+                prefixes.setdefault(key.left.value, node.span)
+    return exact, prefixes
+
+
+def _reader_of(module: ast.Module, key: str) -> source.Span | None:
+    """The `argument(...)` call that reads `key`, if one does."""
+    exact, prefixes = _read_arguments(module)
+    return exact.get(key) or next((span for prefix, span in prefixes.items() if key.startswith(prefix)), None)
+
+
+def _finite(raw: object) -> bool | None:
+    """Whether `raw` reads as a finite number (as the compiler reads it, with `float()`); None when it
+    does not read as a number at all."""
+    try:
+        return math.isfinite(float(str(raw).strip()))
+    except ValueError:
+        return None
+
+
+def _shown(raw: object) -> str:
+    """An argument's value as the user wrote it: an expression of a `use` in the DSL, else Python's repr."""
+    if isinstance(raw, ast.Expr):
+        return lang_fmt.format_expr(raw)
+    return repr(raw)
 
 
 def _resolve_use(base: Path, spec: str) -> Path | None:

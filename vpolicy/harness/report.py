@@ -4,12 +4,27 @@ They only format; what to print comes from the harness results.
 """
 from __future__ import annotations
 
+import errno
 import io
 import json
 from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
+
+
+class _Console(Console):
+    """rich's Console, except that a closed pipe raises BrokenPipeError as any other write does, so the
+    CLI handles it once for every command (rich's own handling exits with status 1 on its own)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
+def console(out: TextIO, **options: Any) -> Console:
+    """A rich Console writing to `out` (keyword options as Console's)."""
+    return _Console(file=out, **options)
 
 
 def write_json(doc: dict[str, Any], out: TextIO) -> None:
@@ -28,13 +43,13 @@ def write_yaml(doc: dict[str, Any], out: TextIO) -> None:
 
 
 def write_tables(doc: dict[str, Any], out: TextIO) -> None:
-    console = Console(file=out, width=140, highlight=False, soft_wrap=False)
+    screen = console(out, width=140, highlight=False, soft_wrap=False)
     binds = Table(title=f"Binds ({len(doc['binds'])})", title_justify="left")
     binds.add_column("pod")
     binds.add_column("node")
     for pod, node in doc["binds"].items():
         binds.add_row(pod, node)
-    console.print(binds)
+    screen.print(binds)
     if doc["pipelined"]:
         pipe = Table(title=f"Pipelined ({len(doc['pipelined'])}): placed on resources still being released",
                      title_justify="left")
@@ -44,14 +59,14 @@ def write_tables(doc: dict[str, Any], out: TextIO) -> None:
         nominated = doc.get("nominated") or {}
         for pod, node in doc["pipelined"].items():
             pipe.add_row(pod, node, "yes" if pod in nominated else "")
-        console.print(pipe)
+        screen.print(pipe)
     if doc["evictions"]:
         ev = Table(title=f"Evictions ({len(doc['evictions'])})", title_justify="left")
         for col in ("pod", "action", "for", "rule"):
             ev.add_column(col)
         for e in doc["evictions"]:
             ev.add_row(e["pod"], e["action"], e["for"], e["rule"])
-        console.print(ev)
+        screen.print(ev)
     groups = Table(title="PodGroups", title_justify="left")
     groups.add_column("podgroup")
     groups.add_column("phase")
@@ -60,15 +75,15 @@ def write_tables(doc: dict[str, Any], out: TextIO) -> None:
         cond = status["conditions"][0] if status["conditions"] else {}
         text = f"{cond.get('type', '')}: {cond.get('message') or cond.get('reason', '')}" if cond else ""
         groups.add_row(name, status["phase"], text)
-    console.print(groups)
+    screen.print(groups)
     if doc["unschedulable"]:
         pending = Table(title=f"Pending ({len(doc['unschedulable'])})", title_justify="left")
         pending.add_column("pod")
         pending.add_column("why")
         for pod, reasons in doc["unschedulable"].items():
             pending.add_row(pod, "; ".join(reasons))
-        console.print(pending)
+        screen.print(pending)
     stats = doc.get("stats", {})
-    console.print(f"session: {stats.get('session_ms', 0)} ms")
+    screen.print(f"session: {stats.get('session_ms', 0)} ms")
     for action, run in (stats.get("optimize") or {}).items():
-        console.print(f"optimize: {action} kept {run['kept']}'s run: {run['why']}")
+        screen.print(f"optimize: {action} kept {run['kept']}'s run: {run['why']}")

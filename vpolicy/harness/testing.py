@@ -145,12 +145,15 @@ def run_paths(paths: Sequence[str | Path], *, run: str | None = None, now: float
         except PolicyError as exc:
             out.errors.extend(exc.diagnostics)
             continue
-        if recorder is None:
-            out.results.append(run_scenario(loaded, now=now))
-            continue
-        recorder.add_policy(loaded.policy)
-        with recorder.recording():
-            out.results.append(run_scenario(loaded, now=now))
+        try:
+            if recorder is None:
+                out.results.append(run_scenario(loaded, now=now))
+                continue
+            recorder.add_policy(loaded.policy)
+            with recorder.recording():
+                out.results.append(run_scenario(loaded, now=now))
+        except PolicyError as exc:  # a rule of the scenario's policy failed: bad input, located at the rule
+            out.errors.extend(exc.diagnostics)
     if recorder is not None:
         out.coverage = recorder.result()
     return out
@@ -160,6 +163,8 @@ def run_scenario(loaded: scenarios.Scenario, *, now: float = 0.0) -> CaseResult:
     """Run one session on the scenario's cluster and policy, and compare with its expectations."""
     try:
         result = run_session(loaded.cluster, loaded.policy, now=now)
+    except PolicyError:
+        raise  # the policy's fault (a rule that cannot be evaluated): run_paths reports it as an error
     except Exception as exc:  # noqa: BLE001  # reason: an engine crash is a failed case, not a crashed run
         where = traceback.extract_tb(exc.__traceback__)[-1]
         failure = (f"the session raised {type(exc).__name__}: {exc}\n"

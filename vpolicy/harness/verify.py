@@ -107,8 +107,9 @@ class _Property:
 def verify(file: str | None, *, properties: Sequence[str] | None = None, bound: int = 2, worlds: int | None = None,
            seed: int = 0, now: float = 0.0, symbolic_timeout_ms: int = SYMBOLIC_TIMEOUT_MS) -> VerifyRun:
     """Verify `file` (a policy, a volcano-scheduler.conf, or None for Volcano's built-in conf)."""
-    if bound < 1:
-        raise PolicyError([Diagnostic("verify.bad-bound", f"--bound must be at least 1, not {bound}")])
+    problems = _bad_arguments(bound, worlds)
+    if problems:
+        raise PolicyError(problems)
     policy, declared, declared_terms = _load(file)
     known = {**{n: ("built-in", verify_props.builtin_check(n)) for n in verify_props.BUILTIN}, **declared}
     wanted = list(properties) if properties else list(known)
@@ -140,6 +141,17 @@ def verify(file: str | None, *, properties: Sequence[str] | None = None, bound: 
             _conclude(run, p, policy, now=now)
     run.results = [p.result for p in props]
     return run
+
+
+def _bad_arguments(bound: int, worlds: int | None) -> list[Diagnostic]:
+    """`--bound` and `--worlds` below 1, which would search nothing and still report a result."""
+    problems = []
+    if bound < 1:
+        problems.append(Diagnostic("verify.bad-bound", f"--bound must be at least 1, not {bound}"))
+    if worlds is not None and worlds < 1:
+        problems.append(Diagnostic("verify.bad-worlds", f"--worlds must be at least 1, not {worlds}",
+                                   help="--worlds K runs at most K clusters; leave it out for the default"))
+    return problems
 
 
 def _policy_flag(file: str | None) -> str:

@@ -6,6 +6,8 @@ parse(x)` compares meaning, not layout. `parse` builds these from Lark trees; `c
 """
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from vpolicy.source import Span
@@ -245,11 +247,18 @@ class Property:
 
 @dataclass(frozen=True, slots=True)
 class Use:
-    """`use "volcano/gang.vpol" { enablePreemptable: false, args... }` in a native policy."""
+    """`use "volcano/gang.vpol" { enablePreemptable: false, args... }` in a native policy.
+
+    `setting_spans` point at each setting's key, in the order of `settings` (values carry their own)."""
 
     path: str
     settings: tuple[tuple[str, Expr], ...] = ()
     span: Span = _span()
+    setting_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+
+    def key_span(self, index: int) -> Span:
+        """Where the key of `settings[index]` is written (its value's span when unknown)."""
+        return self.setting_spans[index] if index < len(self.setting_spans) else self.settings[index][1].span
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,3 +290,44 @@ class Module:
     decls: tuple[Decl, ...]
     file: str = field(default="", compare=False)
     span: Span = _span()
+
+
+# ---------------------------------------------------------------------------------------------- walking
+def walk(node: Expr) -> Iterator[Expr]:
+    """`node` and every expression inside it (string holes included), parents before children; with a
+    stack of its own, so any nesting the parser takes is fine."""
+    stack: list[Expr] = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        for f in dataclasses.fields(current):
+            stack.extend(_subexpressions(getattr(current, f.name)))
+
+
+def declared_expressions(module: Module) -> Iterator[Expr]:
+    """The expressions written directly in the module's declarations: defaults, let values, rule bodies
+    and clauses, property bodies, `use` settings (each the root of a tree to `walk`)."""
+    for decl in module.decls:
+        if isinstance(decl, Param):
+            yield decl.default
+        elif isinstance(decl, LetDecl):
+            yield decl.value
+        elif isinstance(decl, Rule):
+            yield decl.body
+            yield from (e for e in (decl.reason, decl.message) if e is not None)
+            if decl.normalize is not None:
+                yield decl.normalize.weight
+        elif isinstance(decl, Property):
+            yield decl.body
+        elif isinstance(decl, Tier):
+            yield from (value for use in decl.uses for _key, value in use.settings)
+
+
+def _subexpressions(value: object) -> list[Expr]:
+    """The expressions held by one field of a node: itself, or those in a tuple of them, of `(key,
+    expression)` pairs (resource entries) or of text and holes (strings)."""
+    if isinstance(value, Expr):
+        return [value]
+    if isinstance(value, tuple):
+        return [e for item in value for e in _subexpressions(item)]
+    return []

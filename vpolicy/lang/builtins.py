@@ -174,7 +174,7 @@ CALLBACKS: dict[str, Callback] = {
 }
 
 FUNCTIONS: dict[str, Function] = {
-    "compare": Function(("any", "any"), "int", "-1, 0 or 1 as a < b, a == b, a > b"),
+    "compare": Function(("any", "any"), "int", "-1, 0 or 1 as a < b, a == b, a > b: two numbers, or two strings, bools or votes"),
     "le": Function(("resources", "resources"), "bool", "every dimension a <= b, missing dims = 0"),
     "le_on": Function(("resources", "resources", "list[string]"), "bool", "a <= b on the listed dimensions only"),
     "dims": Function(("resources",), "list[string]", "dimensions with a positive value"),

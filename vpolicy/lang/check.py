@@ -13,7 +13,9 @@ Name resolution, shared with the compiler: locals, then module params and lets, 
 (`cluster`, and `none`, which compares with the optional attributes such as `queue.parent`). A call names
 a module `let` with parameters if there is one (it shadows a built-in of the same name), else a built-in
 function. Lets may use each other in any order. Helper functions may recurse (over the queue tree, say)
-when their result type is written; session constants may not depend on themselves.
+when their result type is written and some path through the body does not call them again (one that
+calls itself on every path never returns); session constants may not depend on themselves. `compare`
+takes two values with an order between them (numbers, or two strings, bools or votes).
 """
 from __future__ import annotations
 
@@ -250,6 +252,9 @@ class ExprChecker:
         wanted = [types.parse(p) for p in params]
         signature = f"{node.func}({', '.join(params)}{', ...' if variadic else ''}) -> {builtin.result}"
         self._arguments(node, at, args, wanted, variadic=variadic, signature=signature)
+        if node.func == "compare" and len(args) == 2 and not types.orderable(*args):
+            self.mismatch(node, f"'compare' orders two numbers, two strings, two bools or two votes, "
+                                f"not {args[0]} and {args[1]}")
         if node.func == "keys" and args and args[0].name == "map":
             return types.list_of(args[0].args[0])
         return types.parse(builtin.result)
@@ -456,10 +461,25 @@ class _ModuleChecker(ExprChecker):
             self.report_duplicates((b.name, "parameter", b.span) for b in decl.params)
         if declared is None and decl.type is not None:
             declared = self.type_of_ref(decl.type)
+        before = len(self.diagnostics)
         found = self.expr(decl.value, env)
         if declared is not None and not types.assignable(found, declared):
             self.mismatch(decl.value, f"'{decl.name}' is declared {declared}, but its value is {found}")
+        # one mistake, one diagnostic: a body with problems of its own, or a recursive helper without a
+        # result type (check.let-cycle), is not also reported as recursing endlessly
+        if decl.params is not None and decl.type is not None and len(self.diagnostics) == before:
+            self._check_endless_recursion(decl)
         return declared if declared is not None else found
+
+    def _check_endless_recursion(self, decl: ast.LetDecl) -> None:
+        """A helper that calls itself whatever its arguments never returns; mutual recursion and calls
+        that merely never reach a base case are left to the run time (`eval.failed`)."""
+        call = _unconditional_call(decl.value, decl.name)
+        if call is not None:
+            self.error("check.endless-recursion", f"'{decl.name}' calls itself whatever its arguments, "
+                                                  "so it never returns", call.span,
+                       help=f"return without calling '{decl.name}' in some case: "
+                            f"if <base case> then <value> else {decl.name}(...)")
 
     def function_result(self, decl: ast.LetDecl, call: ast.Call) -> Type:
         return self._let_type(decl.name, use=call.span)
@@ -528,3 +548,50 @@ class _ModuleChecker(ExprChecker):
 def camel_to_snake(name: str) -> str:
     """`minAvailable` -> `min_available` (the catalogue is snake_case, Volcano's YAML camelCase)."""
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def _unconditional_call(node: ast.Expr, func: str) -> ast.Call | None:
+    """A call of `func` that evaluating `node` always makes (whatever its values), or None: both branches
+    of an `if` must make one, the right side of `and`/`or` and the body of an aggregate or select may
+    never run, and a helper's arguments may go unused."""
+    if isinstance(node, ast.Call):
+        if node.func == func:
+            return node
+        return None if node.func not in builtins.FUNCTIONS else _first_call(node.args, func)
+    if isinstance(node, ast.Binary):
+        if node.op in ("and", "or"):
+            return _unconditional_call(node.left, func)
+        return _first_call((node.left, node.right), func)
+    if isinstance(node, ast.If):
+        then, orelse = _unconditional_call(node.then, func), _unconditional_call(node.orelse, func)
+        return _unconditional_call(node.cond, func) or (then if then is not None and orelse is not None else None)
+    return _first_call(_always_evaluated(node), func)
+
+
+def _always_evaluated(node: ast.Expr) -> tuple[ast.Expr, ...]:
+    """The parts of `node` that evaluating it always evaluates (calls, operators and `if` aside)."""
+    if isinstance(node, ast.Unary):
+        return (node.operand,)
+    if isinstance(node, ast.Let):
+        return node.value, node.body
+    if isinstance(node, ast.Attr):
+        return (node.obj,)
+    if isinstance(node, ast.Index):
+        return node.obj, node.key
+    if isinstance(node, (ast.Aggregate, ast.Select)):
+        return (node.source,)
+    if isinstance(node, ast.Interp):
+        return tuple(p for p in node.parts if not isinstance(p, str))
+    if isinstance(node, ast.ResourceLit):
+        return tuple(value for _key, value in node.entries)
+    if isinstance(node, ast.ListLit):
+        return node.items
+    return ()
+
+
+def _first_call(nodes: Iterable[ast.Expr], func: str) -> ast.Call | None:
+    for node in nodes:
+        call = _unconditional_call(node, func)
+        if call is not None:
+            return call
+    return None

@@ -7,7 +7,8 @@ moved to the hole's place in the file. Comment lines directly above a declaratio
 (a parameter's trailing string wins; of two declarations on one line, only the first has them). A syntax error becomes a `PolicyError` holding exactly one
 diagnostic that says what was found and what the parser was waiting for ("expected ')' to close the call
 opened at 3:12"); common mistakes are recognised from the example table `SYNTAX_EXAMPLES` (lark's
-`match_examples`) and a few token rules, and get their own codes. Terminals in words come from `grammar`.
+`match_examples`) and a few token rules, and get their own codes. A tree nested deeper than `MAX_DEPTH`
+is refused (`parse.too-deep`) before anything recurses over it. Terminals in words come from `grammar`.
 
 What it does not do: names, types and duplicates (`lang.check`), layout (`lang.fmt`).
 Invariant: only `vpolicy.lang` imports lark; every other package sees `ast` nodes and diagnostics.
@@ -24,9 +25,16 @@ from lark.tree import Meta
 
 from vpolicy import errors, source
 from vpolicy.lang import ast, grammar
+from vpolicy.load import textfile
 from vpolicy.source import Span
 
 _ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t"}
+# How deeply a file may nest, in grammar nodes: a declaration is one level, and so is each operator,
+# call, aggregate, list, resource literal, `if`, `let` or `select` inside another (parentheses are free).
+# Everything after the parser walks the tree recursively (this module's transformer, the checker, the
+# formatter, the compiler's rewrites, Python's own compiler of the generated code); all of them handle
+# this depth in every shape, and real policies nest a dozen levels or so.
+MAX_DEPTH = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,24 +93,37 @@ def parse_text(text: str, file: str) -> ast.Module:
         tree = grammar.parse_tree(text)
     except UnexpectedInput as exc:
         raise errors.PolicyError([_diagnose(exc, text=text, file=file)]) from exc
-    module = _build(_Builder(file, comments=_comment_lines(text)), tree)
+    strings = _check_depth(tree, file)
+    module = _build(_Builder(file, comments=_comment_lines(text), string_depths=strings), tree)
     assert isinstance(module, ast.Module)
     return module
 
 
+UNREADABLE = "input.unreadable"
+
+
 def parse_file(path: str | Path) -> ast.Module:
-    """Read and parse a `.vpol` file; its text is remembered so diagnostics can quote it."""
-    return parse_text(Path(path).read_text(encoding="utf-8"), str(path))
+    """Read and parse a `.vpol` file; its text is remembered so diagnostics can quote it. A file that is
+    missing, a folder or not UTF-8 is one located `input.unreadable` (at its first byte that is not UTF-8)."""
+    try:
+        text = textfile.read_text(path)
+    except textfile.UnreadableFile as exc:
+        help = ("policy files are UTF-8 text; convert it, e.g. with iconv -f latin1 -t utf-8" if exc.not_utf8
+                else "give the path of a .vpol file")
+        raise errors.PolicyError([exc.diagnostic(UNREADABLE, help=help)]) from exc
+    return parse_text(text, str(path))
 
 
-def parse_expr(text: str, file: str = "<expr>", *, line: int = 1, col: int = 1) -> ast.Expr:
-    """Parse one expression whose first character sits at `line:col` of `file` (string holes, tools)."""
+def parse_expr(text: str, file: str = "<expr>", *, line: int = 1, col: int = 1, depth: int = 0) -> ast.Expr:
+    """Parse one expression whose first character sits at `line:col` of `file` (string holes, tools),
+    `depth` levels deep in the file (a hole: as deep as its string)."""
     try:
         tree = grammar.parse_tree(text, start=grammar.START_EXPR)
     except UnexpectedInput as exc:
         diagnostic = _diagnose(exc, text=text, file=file, line=line, col=col, hole=True)
         raise errors.PolicyError([diagnostic]) from exc
-    return _expr(_build(_Builder(file, line=line, col=col), tree))
+    strings = _check_depth(tree, file, line=line, col=col, depth=depth)
+    return _expr(_build(_Builder(file, line=line, col=col, string_depths=strings), tree))
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -113,6 +134,25 @@ def _build(builder: _Builder, tree: Tree[Token]) -> object:
         if isinstance(exc.orig_exc, errors.PolicyError):
             raise exc.orig_exc from exc
         raise
+
+
+def _check_depth(tree: Tree[Token], file: str, *, line: int = 1, col: int = 1, depth: int = 0) -> dict[int, int]:
+    """Refuse a tree (`depth` levels deep in its file) nested deeper than `MAX_DEPTH` before anything
+    recurses over it, at the first node (in text order) past the limit; else how deep each string token
+    sits (by `id`), so that its holes, parsed later, count from there. Walked with a stack of its own:
+    the parser itself never recurses."""
+    strings: dict[int, int] = {}
+    stack: list[tuple[Tree[Token], int]] = [(tree, depth + 1)]
+    while stack:
+        node, depth = stack.pop()
+        strings.update((id(t), depth) for t in node.children if isinstance(t, Token) and t.type == "STRING")
+        if depth > MAX_DEPTH:
+            at_line, at_col = (1, 1) if node.meta.empty else (node.meta.line, node.meta.column)
+            real_line, real_col = at_line + line - 1, at_col + (col - 1 if at_line == 1 else 0)
+            raise _fail("parse.too-deep", f"nested more than {MAX_DEPTH} levels deep", Span(file, real_line, real_col),
+                        help="give inner parts names: 'let NAME = ... in', a module 'let', or a helper function")
+        stack.extend((child, depth + 1) for child in reversed(node.children) if isinstance(child, Tree))
+    return strings
 
 
 def _comment_lines(text: str) -> dict[int, str]:
@@ -130,6 +170,15 @@ def _fail(code: str, message: str, span: Span, help: str | None = None) -> error
     return errors.PolicyError([errors.Diagnostic(code=code, message=message, span=span, help=help)])
 
 
+@dataclass(frozen=True, slots=True)
+class _Setting:
+    """One `key: value` of a `use` on its way into `ast.Use`, with where its key is written."""
+
+    key: str
+    value: ast.Expr
+    key_span: Span
+
+
 class _Opt:
     """A rule clause on its way into `ast.Rule` (the grammar lists them in any order)."""
 
@@ -143,10 +192,12 @@ class _Opt:
 class _Builder(Transformer[Token, object]):
     """Tree -> AST. `line`/`col` place the parsed text in its file (1, 1 except for string holes)."""
 
-    def __init__(self, file: str, *, line: int = 1, col: int = 1, comments: dict[int, str] | None = None):
+    def __init__(self, file: str, *, line: int = 1, col: int = 1, comments: dict[int, str] | None = None,
+                 string_depths: dict[int, int] | None = None):
         super().__init__(visit_tokens=False)
         self.file, self.line0, self.col0 = file, line - 1, col - 1
         self.comments = comments or {}
+        self.string_depths = string_depths or {}  # see _check_depth
         self.documented: set[int] = set()  # lines whose declaration took the comment block above them
 
     # -------------------------------------------------------------------------------- spans
@@ -237,7 +288,8 @@ class _Builder(Transformer[Token, object]):
             at = Span(self.file, span.line, span.col + start, span.line, span.col + end)
             raise _fail("parse.empty-hole", "empty '{}' in string", at,
                         help="put an expression inside, or write '{{}}' for literal braces")
-        return parse_expr(text, self.file, line=span.line, col=span.col + start + 1)
+        return parse_expr(text, self.file, line=span.line, col=span.col + start + 1,
+                          depth=self.string_depths.get(id(tok), 0))
 
     def interp(self, tok: Token) -> ast.Interp:
         return ast.Interp(self.string_parts(tok, holes=True), span=self.tok_span(tok))
@@ -329,14 +381,20 @@ class _Builder(Transformer[Token, object]):
     def use(self, meta: Meta, ch: list[object]) -> ast.Use:
         path, settings = ch
         assert isinstance(path, Token) and (settings is None or isinstance(settings, tuple))
-        return ast.Use(self.plain(path), _pairs(settings or ()), span=self.span(meta))
+        entries = [entry for entry in settings or () if isinstance(entry, _Setting)]
+        return ast.Use(self.plain(path), tuple((e.key, e.value) for e in entries), span=self.span(meta),
+                       setting_spans=tuple(e.key_span for e in entries))
 
     def settings(self, meta: Meta, ch: list[object]) -> tuple[object, ...]:
         return _present(ch)
 
-    def setting(self, meta: Meta, ch: list[object]) -> tuple[str, ast.Expr]:
+    def setting(self, meta: Meta, ch: list[object]) -> _Setting:
         key, value = ch
-        return (self.plain(key) if isinstance(key, Token) else str(key)), _expr(value)
+        if isinstance(key, Token):
+            return _Setting(self.plain(key), _expr(value), self.tok_span(key))
+        start = self.span(meta)  # a dotted name: from the setting's start, as long as the name
+        name = str(key)
+        return _Setting(name, _expr(value), Span(self.file, start.line, start.col, start.line, start.col + len(name) - 1))
 
     def actions(self, meta: Meta, ch: list[Token]) -> ast.Actions:
         return ast.Actions(tuple(str(t) for t in ch), span=self.span(meta))

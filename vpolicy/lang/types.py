@@ -148,6 +148,16 @@ def comparable(a: Type, b: Type, op: str) -> bool:
     return op in ("==", "!=") and unify(a, b) is not None
 
 
+def orderable(a: Type, b: Type) -> bool:
+    """May `compare(a, b)` order the two? Numbers with numbers, or two strings, bools or votes; at run
+    time anything else (a number with a string, two resource vectors, two jobs) has no order."""
+    if a.name == "any" or b.name == "any":
+        return True
+    if a.is_numeric and b.is_numeric:
+        return True
+    return a.name == b.name and a.name in ("string", "bool", "vote")
+
+
 def arithmetic(op: str, a: Type, b: Type) -> Type | None:
     """The result of `a op b` for `+ - * /`, or None when the operands do not go together: numbers
     (`/` always gives a number), resources +- resources, resources * or / a number, and `+` joining two

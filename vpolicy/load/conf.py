@@ -4,7 +4,8 @@ The conf is YAML: `actions` (a comma-separated string, or a list), `tiers` of `p
 `enable*` flags and free-form `arguments`, `configurations` of per-action arguments, and `metrics`
 (accepted and ignored). It is read with ruamel's round-trip loader in YAML 1.1 mode, as Volcano's
 `gopkg.in/yaml.v2` reads it (`yes`/`no`/`on`/`off` are booleans), so every key and value keeps its
-line and column. Unlike Volcano, which silently ignores unknown keys, every mistake becomes a
+line and column (a float without a dot, `1e1`, is a float as yaml.v2 reads it, without ruamel's YAML 1.1
+warning about it). Unlike Volcano, which silently ignores unknown keys, every mistake becomes a
 Diagnostic with an exact `file:line:col` and a help line; all of them are collected and raised together
 as one `PolicyError`. Known Volcano plugins that vpolicy has no rule module for are dropped with a
 warning (`SchedulerConf.warnings`).
@@ -18,7 +19,9 @@ few position helpers it needs are private here.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,11 +30,12 @@ from typing import TypeGuard, TypeVar
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.constructor import DuplicateKeyError
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.error import MantissaNoDotYAML1_1Warning, MarkedYAMLError, YAMLError
 from ruamel.yaml.scalarbool import ScalarBoolean
 from ruamel.yaml.scalarstring import LiteralScalarString, ScalarString
 
 from vpolicy import errors, source
+from vpolicy.load import textfile
 from vpolicy.model import conf as model
 
 # The ConfigMap data key Volcano's Helm chart and `vc-scheduler --scheduler-conf` use.
@@ -89,12 +93,10 @@ def load_conf(path: str | Path) -> model.SchedulerConf:
     """Read a conf file: a plain conf, or YAML whose document is a ConfigMap holding `volcano-scheduler.conf`."""
     name = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise errors.PolicyError.single(
-            "conf.unreadable", f"cannot read the scheduler conf: {reason}", source.Span(name, 1, 1),
-            help="give the path of a readable UTF-8 YAML file") from exc
+        text = textfile.read_text(path)
+    except textfile.UnreadableFile as exc:
+        raise errors.PolicyError([exc.diagnostic("conf.unreadable", what="the scheduler conf",
+                                                 help="give the path of a readable UTF-8 YAML file")]) from exc
     source.remember(source.SourceFile(name, text))
     reader = _Reader(file=name, lines=text.splitlines())
     docs = reader.load_all(text)
@@ -231,6 +233,14 @@ class _Reader:
         token = _PLAIN_TOKEN.match(rest)
         return len(token.group()) if token and not isinstance(value, (CommentedMap, CommentedSeq)) else 1
 
+    def written(self, mapping: CommentedMap, key: object) -> str:
+        """The value of `key` as the text writes it (`1e400`, `'nan'`), or as Python shows it when the
+        position is unknown."""
+        pos = _position(mapping, key, 2)
+        if pos is None or not 0 <= pos[0] < len(self.lines):
+            return str(mapping[key])
+        return self.lines[pos[0]][pos[1]:pos[1] + self._width(*pos, mapping[key])]
+
     def content_col(self, line0: int, col0: int, value: str) -> int | None:
         """The column of `value`'s first character when the scalar is written on one line as is."""
         rest = self.lines[line0][col0:] if 0 <= line0 < len(self.lines) else ""
@@ -242,7 +252,11 @@ class _Reader:
 
     def load_all(self, text: str) -> list[object] | None:
         try:
-            return list(_yaml().load_all(text))
+            with warnings.catch_warnings():
+                # ruamel warns (13 lines on stderr) about YAML 1.1 floats without a dot (`1e1`); yaml.v2
+                # reads them as floats without a word, and ruamel still returns the float, so say nothing
+                warnings.simplefilter("ignore", MantissaNoDotYAML1_1Warning)
+                return list(_yaml().load_all(text))
         except DuplicateKeyError as exc:
             match = _DUPLICATE_KEY.search(exc.problem or "")
             key = match.group("key") if match else "?"
@@ -352,7 +366,8 @@ class _Reader:
                        'add the actions to run, e.g. actions: "enqueue, allocate, backfill"')
             return [], []
         value = root["actions"]
-        if value is None or (isinstance(value, str) and not value.strip()):
+        if value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, CommentedSeq)
+                                                                              and not value):
             self.error("conf.missing-key", "'actions' is empty", self.value_span(root, "actions"),
                        'list the actions to run, e.g. actions: "enqueue, allocate, backfill"')
             return [], []
@@ -490,8 +505,13 @@ class _Reader:
         if not self._typed(value, CommentedMap, f"the arguments of {owner} must be a mapping",
                            self.value_span(mapping, "arguments"), "write arguments as 'key: value' lines"):
             return {}, {}
-        return ({str(k): _plain(v) for k, v in value.items()},
-                {str(k): self.value_span(value, k) for k in value})
+        arguments = {str(k): _plain(v) for k, v in value.items()}
+        spans = {str(k): self.value_span(value, k) for k in value}
+        for key in value:
+            if _not_finite(value[key]):
+                self.error("conf.wrong-type", f"argument '{key}' of {owner} must be a finite number, not "
+                           f"{self.written(value, key)}", spans[str(key)], "write a number such as 1.5")
+        return arguments, spans
 
     def _configurations(self, root: CommentedMap) -> list[model.ActionConf]:
         value = root.get("configurations")
@@ -577,6 +597,25 @@ def _plain(value: object) -> object:
     if isinstance(value, float):
         return float(value)
     return str(value)
+
+
+def _not_finite(value: object) -> bool:
+    """An argument a rule module would read as NaN or an infinity: rule modules read number arguments with
+    `float()`, which turns `nan`, `inf`, `1e400` (written plain or quoted) and integers beyond ~1.8e308
+    into values no resource arithmetic can use (Volcano's own `strconv.ParseFloat` accepts them too).
+    Only scalars: nested lists and mappings are never read as numbers."""
+    if isinstance(value, (bool, ScalarBoolean)):
+        return False
+    try:
+        if isinstance(value, str):
+            return not math.isfinite(float(value.strip()))
+        if isinstance(value, (int, float)):
+            return not math.isfinite(float(value))
+    except ValueError:  # text that is no number at all: the rule module's own check reports it
+        return False
+    except OverflowError:  # an integer too large for a float
+        return True
+    return False
 
 
 def _describe(value: object) -> str:

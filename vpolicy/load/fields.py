@@ -21,7 +21,7 @@ from ruamel.yaml.scalarbool import ScalarBoolean
 
 from vpolicy.errors import Diagnostic, did_you_mean
 from vpolicy.load.yaml_spans import YamlFile
-from vpolicy.model import quantity
+from vpolicy.model import quantity, resources
 from vpolicy.source import Span
 
 MISSING_FIELD = "load.missing-field"
@@ -29,6 +29,12 @@ WRONG_TYPE = "load.wrong-type"
 BAD_QUANTITY = "load.bad-quantity"
 BAD_VALUE = "load.bad-value"
 QUANTITY_HELP = "quantities look like 500m, 2, 1.5Gi, 1e3"
+# The largest amount a quantity may hold, in vpolicy's unit for its resource (thousandths of a cpu or of
+# an extended resource; bytes; pods). Kubernetes' resource.Quantity holds at most 2^63-1 and hands cpu to
+# the scheduler as an int64 of thousandths (`MilliValue()`), so no real cluster has more; anything larger
+# (`1e400`) is a typo, and the engine's arithmetic, which goes through floats, could not hold it.
+MAX_AMOUNT = 2**63 - 1
+TOO_LARGE_HELP = "check the exponent and the suffix; Kubernetes quantities hold at most 2^63-1"
 
 
 @dataclass(slots=True)
@@ -193,12 +199,13 @@ class View:
         if view is None:
             return {}
         out: dict[str, str] = {}
-        for name in view.node:
+        for name in view.node:  # as YAML read it: `{1: 2}` has the integer key 1, not "1"
             item = view.node[name]
             if isinstance(item, str):
                 out[str(name)] = item
             else:
-                view.wrong_type(str(name), "a string")
+                view._report_type(view.file.value_span(view.node, name), view.field_path(str(name)), "a string",
+                                  item)
         return out
 
     def int_map(self, key: str, *, minimum: int = 0) -> dict[str, int]:
@@ -245,6 +252,11 @@ class View:
             self.problems.error(BAD_QUANTITY, f"{self.field_path(key)}: must not be negative, got '{written}'",
                                 self.value_span(key), "resource amounts are zero or more")
             return None
+        problem = too_large(written, amount, resource)
+        if problem is not None:
+            self.problems.error(BAD_QUANTITY, f"{self.field_path(key)}: {problem}", self.value_span(key),
+                                TOO_LARGE_HELP)
+            return None
         return amount
 
     def plain_quantity(self, key: str) -> int | None:
@@ -283,6 +295,15 @@ class View:
             self.wrong_type(key, "a list")
             return CommentedSeq()
         return value
+
+
+def too_large(written: str, amount: int, resource: str) -> str | None:
+    """Why a quantity's `amount` (in vpolicy's unit for `resource`) is more than `MAX_AMOUNT`, or None."""
+    if abs(amount) <= MAX_AMOUNT:
+        return None
+    if resources.milli_scaled(resource):
+        return f"'{written}' is too large: at most {MAX_AMOUNT}m (2^63-1 thousandths)"
+    return f"'{written}' is too large: at most {MAX_AMOUNT} (2^63-1)"
 
 
 def _is_bool(value: object) -> bool:

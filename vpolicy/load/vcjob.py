@@ -37,6 +37,12 @@ JOB_NAME_KEY = "volcano.sh/job-name"
 DEFAULT_JOB_SCHEDULER = "volcano"
 # Any fixed namespace makes uuid5 deterministic; this one only has to stay the same across releases.
 _UID_NAMESPACE = uuid.UUID("6f1c2b1e-7a0d-4c55-9a53-3f0b1b8f5a10")
+# The most pods one vcjob may ask for (a task's replicas, and all its tasks' together). Kubernetes
+# supports at most 150,000 pods in a whole cluster (its documented scalability limits), so no real dump
+# holds a larger job; a larger number is a typo (`replicas: 1000000000`), and deriving its pods one by
+# one would run for hours.
+MAX_JOB_PODS = 100_000
+MAX_PODS_HELP = f"a job has at most {MAX_JOB_PODS} pods; Kubernetes supports 150000 in a whole cluster"
 # Job phases in which the controller kills pods rather than creating them.
 _NO_NEW_PODS = frozenset({"Completing", "Completed", "Terminating", "Terminated", "Aborting", "Aborted", "Failed"})
 
@@ -88,6 +94,11 @@ def read_job(obj: View) -> Job | None:
     total_min = sum(t.min_available for t in tasks)
     min_available = spec.integer("minAvailable", default=total_min, minimum=0)
     replicas = sum(t.replicas for t in tasks)
+    if replicas > MAX_JOB_PODS:  # a task above the limit is reported by _read_tasks; then no pod is derived
+        if all(t.replicas <= MAX_JOB_PODS for t in tasks):
+            spec.bad_value("tasks", f"the tasks' replicas add up to {replicas}, more than {MAX_JOB_PODS}",
+                           MAX_PODS_HELP)
+        return None
     if min_available > replicas:
         spec.bad_value("minAvailable", f"{min_available} is more than the {replicas} replicas of all tasks",
                        "lower minAvailable or add replicas")
@@ -129,12 +140,14 @@ def _read_tasks(spec: View) -> tuple[Task, ...]:
             item.bad_value("name", f'task name "{name}" is used twice in this job', "give every task its own name")
         seen.add(name)
         replicas = item.integer("replicas", default=0, minimum=0)
+        if replicas > MAX_JOB_PODS:
+            item.bad_value("replicas", f"must be at most {MAX_JOB_PODS}, got {replicas}", MAX_PODS_HELP)
         minimum = item.optional_integer("minAvailable", minimum=0)
         if minimum is None:
             policy = item.mapping("partitionPolicy")
             if policy is not None and policy.has("minPartitions"):
                 minimum = policy.integer("minPartitions", default=0) * policy.integer("partitionSize", default=1)
-        if minimum is not None and minimum > replicas:
+        if minimum is not None and minimum > replicas and replicas <= MAX_JOB_PODS:
             item.bad_value("minAvailable", f"{minimum} is more than the task's {replicas} replicas",
                            "lower minAvailable or raise replicas")
             minimum = replicas

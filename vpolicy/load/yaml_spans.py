@@ -27,6 +27,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
 
 from vpolicy.errors import Diagnostic, PolicyError
+from vpolicy.load import textfile
 from vpolicy.source import SourceFile, Span, remember
 
 # ruamel's problem texts, matched by substring, with the advice a user needs for each (most specific first).
@@ -61,6 +62,10 @@ class YamlFile:
         return self._span(node.lc.line, node.lc.col, flow=False)
 
     def key_span(self, mapping: CommentedMap, key: Any) -> Span:
+        """Where a key is written; the mapping's start for a key merged in with `<<: *anchor` (it has no
+        position of its own)."""
+        if key not in mapping.lc.data:
+            return self.node_span(mapping)
         line, col = mapping.lc.key(key)
         return self._span(line, col, flow=_is_flow(mapping))
 
@@ -71,6 +76,8 @@ class YamlFile:
             return self.key_span(mapping, key)
         if isinstance(value, (CommentedMap, CommentedSeq)) and not _is_flow(value):
             return self.node_span(value)
+        if key not in mapping.lc.data:  # merged in with `<<: *anchor`
+            return self.node_span(mapping)
         line, col = mapping.lc.value(key)
         return self._span(line, col, flow=_is_flow(mapping))
 
@@ -89,6 +96,8 @@ class YamlFile:
             return value
         if isinstance(value, int) and not isinstance(value, bool):
             return str(int(value))  # exact already, whatever base or underscores it was written with
+        if key not in mapping.lc.data:  # merged in with `<<: *anchor`: no text of its own here
+            return str(value)
         line, col = mapping.lc.value(key)
         text = self.source.line_text(line + 1)
         width = _token_width(text, col, flow=_is_flow(mapping))
@@ -116,16 +125,15 @@ def read_yaml(path: str | Path, *, stage: str = "load") -> YamlFile:
     """Read and parse one file; unreadable or malformed input raises PolicyError."""
     name = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise PolicyError.single(
-            f"{stage}.unreadable-file", f"no such file: {name}", Span(name, 1, 1),
-            help="check the path; folders are read for *.yaml, *.yml and *.json files") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise PolicyError.single(
-            f"{stage}.unreadable-file", f"cannot read {name}: {reason}", Span(name, 1, 1),
-            help="cluster dumps must be UTF-8 text files") from exc
+        text = textfile.read_text(path, bom=True)
+    except textfile.UnreadableFile as exc:
+        if exc.missing:
+            raise PolicyError.single(
+                f"{stage}.unreadable-file", f"no such file: {name}", exc.span,
+                help="check the path; folders are read for *.yaml, *.yml and *.json files") from None
+        what = "cluster dumps" if stage == "load" else f"{stage} files"
+        hint = f"{what} must be UTF-8 text files"
+        raise PolicyError([exc.diagnostic(f"{stage}.unreadable-file", help=hint)]) from exc
     return parse_yaml(text, name=name, stage=stage)
 
 

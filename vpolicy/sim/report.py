@@ -16,9 +16,9 @@ import json
 from pathlib import Path
 from typing import Any, Sequence, TextIO
 
-from rich.console import Console
 from rich.table import Table
 
+from vpolicy.harness import report as reporters
 from vpolicy.sim import plots
 from vpolicy.sim.simulate import RunResult
 from vpolicy.sim.workload import Workload, format_duration
@@ -50,7 +50,7 @@ def write_report(out: str | Path, runs: Sequence[RunResult], summaries: Sequence
 
 
 def print_summary(summaries: Sequence[dict[str, Any]], out: TextIO) -> None:
-    console = Console(file=out, width=34 + 46 * max(len(summaries), 1), highlight=False)
+    console = reporters.console(out, width=34 + 46 * max(len(summaries), 1), highlight=False)
     table = Table(title="Simulation summary", title_justify="left")
     table.add_column("metric")
     for s in summaries:

@@ -15,6 +15,7 @@ import csv
 from pathlib import Path
 
 from vpolicy.errors import Diagnostic, PolicyError, did_you_mean
+from vpolicy.load import fields, textfile, vcjob
 from vpolicy.model import quantity
 from vpolicy.sim import workload as wl
 from vpolicy.source import SourceFile, Span, remember
@@ -29,10 +30,9 @@ def load_trace(path: str | Path) -> wl.Workload:
     """Read a CSV trace; bad rows raise PolicyError with every problem found."""
     name = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError.single(UNREADABLE, f"cannot read {name}: {exc}", Span(name, 1, 1),
-                                 help="a trace is a UTF-8 CSV file with a header row") from exc
+        text = textfile.read_text(path, bom=True)
+    except textfile.UnreadableFile as exc:
+        raise PolicyError([exc.diagnostic(UNREADABLE, help="a trace is a UTF-8 CSV file with a header row")]) from exc
     return parse_trace(text, name=name)
 
 
@@ -62,13 +62,13 @@ def parse_trace(text: str, *, name: str) -> wl.Workload:
     templates: list[wl.JobTemplate] = []
     seen: dict[str, Span] = {}
     for line_no, line in rows[1:]:
-        fields = next(csv.reader([line]))
+        cells = next(csv.reader([line]))
         offsets = _columns(line)
-        if len(fields) != len(header):
-            diags.append(Diagnostic(wl.BAD_VALUE, f"row has {len(fields)} fields, the header {len(header)}",
+        if len(cells) != len(header):
+            diags.append(Diagnostic(wl.BAD_VALUE, f"row has {len(cells)} fields, the header {len(header)}",
                                     Span(name, line_no, 1), help="one value per column; quote values with commas"))
             continue
-        row = _Row(name, line_no, fields, offsets, index, diags)
+        row = _Row(name, line_no, cells, offsets, index, diags)
         template = row.template()
         if template is None:
             continue
@@ -80,6 +80,13 @@ def parse_trace(text: str, *, name: str) -> wl.Workload:
             continue
         seen[key] = where
         templates.append(template)
+    over = wl.pods_over_limit(tuple(templates))
+    if over is not None:
+        template, total = over
+        diags.append(Diagnostic(wl.BAD_VALUE, f"pods: the rows up to job {template.namespace}/{template.name} add "
+                                              f"up to {total} pods, more than the {wl.MAX_WORKLOAD_PODS} a "
+                                              "workload may create", template.spans.get("pods"),
+                                help=f"the pods of all rows add up to at most {wl.MAX_WORKLOAD_PODS}"))
     if diags:
         raise PolicyError(diags)
     return wl.Workload(name=Path(name).stem, templates=tuple(templates), file=name)
@@ -109,7 +116,7 @@ class _Row:
         queue = self.value("queue") or "default"
         submit = self._duration("submit_time")
         duration = self._duration("duration")
-        pods = self._count("pods", minimum=1)
+        pods = self._count("pods", minimum=1, maximum=wl.MAX_JOB_PODS)
         gpus = self._count("gpu", minimum=0)
         requests: dict[str, int] = {}
         for column, resource in (("cpu", "cpu"), ("memory", "memory")):
@@ -120,8 +127,15 @@ class _Row:
                 requests[resource] = quantity.parse_quantity(text, resource)
             except ValueError as exc:
                 self._error(wl.BAD_QUANTITY, column, f"{column}: {exc}", "quantities look like 500m, 2, 1.5Gi, 1e3")
+                continue
+            problem = fields.too_large(text, requests[resource], resource)
+            if problem is not None:
+                self._error(wl.BAD_QUANTITY, column, f"{column}: {problem}", fields.TOO_LARGE_HELP)
         if gpus:
             requests[GPU] = gpus * 1000
+            problem = fields.too_large(str(gpus), requests[GPU], GPU)
+            if problem is not None:
+                self._error(wl.BAD_QUANTITY, "gpu", f"gpu: {problem}", fields.TOO_LARGE_HELP)
         priority_text = self.value("priority")
         priority: str | int | None = None
         if priority_text:
@@ -132,7 +146,7 @@ class _Row:
                               namespace=namespace or wl.DEFAULT_NAMESPACE, queue=queue, at=submit, pods=pods,
                               min_available=pods, priority=priority,
                               spans={"queue": self.span("queue"), "priority": self.span("priority"),
-                                     "name": self.span("job")})
+                                     "name": self.span("job"), "pods": self.span("pods")})
 
     def _duration(self, column: str) -> float:
         try:
@@ -141,11 +155,14 @@ class _Row:
             self._error(wl.BAD_DURATION, column, f"{column}: {exc}", "write seconds, or a duration such as 90s, 2h")
             return 0.0
 
-    def _count(self, column: str, *, minimum: int) -> int:
+    def _count(self, column: str, *, minimum: int, maximum: int | None = None) -> int:
         text = self.value(column) or "0"
         if not text.isdigit() or int(text) < minimum:
             self._error(wl.BAD_VALUE, column, f"{column}: '{text}' is not a whole number >= {minimum}",
                         f"write a whole number >= {minimum}")
+            return minimum
+        if maximum is not None and int(text) > maximum:
+            self._error(wl.BAD_VALUE, column, f"{column}: must be at most {maximum}, got {text}", vcjob.MAX_PODS_HELP)
             return minimum
         return int(text)
 

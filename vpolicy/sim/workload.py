@@ -15,6 +15,7 @@ This module reads and expands; it runs nothing (`vpolicy.sim.simulate` does). CS
 from __future__ import annotations
 
 import datetime
+import math
 import random
 import re
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarbool import ScalarBoolean
 
 from vpolicy.errors import Diagnostic, PolicyError, did_you_mean
-from vpolicy.load import fields, yaml_spans
+from vpolicy.load import fields, vcjob, yaml_spans
 from vpolicy.model import durations, quantity, snapshot
 from vpolicy.model.resources import PODS, Resources
 from vpolicy.source import Span
@@ -57,6 +58,15 @@ RANGE_KEYS = ("min", "max")
 TOLERATION_KEYS = ("key", "operator", "value", "effect")
 DNS_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 _DURATION_HELP = "write a duration such as 90s, 45m, 2h, 1h30m or 1d (a bare number is seconds)"
+# The longest time a workload may write (ten years). Simulated runs span days or weeks; a longer time is
+# a typo (`1e400`, `.inf`), and the simulation's clock and plots need finite, moderate times.
+MAX_DURATION = "3650d"
+MAX_DURATION_S = 3650 * 86_400.0
+# The most pods one job may have (as for a vcjob's replicas), and the most a whole workload may create:
+# a simulated run costs about one session per arrival and finish, so a million pods is already days of
+# CPU; more (`count: 100000000000`) is a typo that would hang the loader.
+MAX_JOB_PODS = vcjob.MAX_JOB_PODS
+MAX_WORKLOAD_PODS = 1_000_000
 
 OnEvict = Literal["restart", "fail"]
 
@@ -200,23 +210,44 @@ def check_against(workload: Workload, cluster: snapshot.ClusterSnapshot) -> None
         raise PolicyError(diags)
 
 
-def parse_duration(value: object) -> float:
-    """`90s`, `45m`, `2h`, `1h30m`, `1d`, `1.5h`, or a number of seconds; ValueError otherwise."""
+def parse_duration(value: object, *, written: str | None = None) -> float:
+    """`90s`, `45m`, `2h`, `1h30m`, `1d`, `1.5h`, or a number of seconds, up to `MAX_DURATION`; ValueError
+    otherwise (`written`, the value as the file writes it, is what the message quotes for a number)."""
     if isinstance(value, (bool, ScalarBoolean)):
         raise ValueError(f"expected a duration, got {str(bool(value)).lower()}")
     if isinstance(value, (int, float)):
+        shown = written or str(value)
+        if math.isnan(value):
+            raise ValueError(f"'{shown}' is not a duration")
         if value < 0:
-            raise ValueError(f"must not be negative, got {value}")
-        return float(value)
+            raise ValueError(f"must not be negative, got {shown}")
+        return _at_most_max(float(value) if value <= MAX_DURATION_S else math.inf, f"'{shown}'")
     if not isinstance(value, str):
         raise ValueError(f"expected a duration, got {_describe(value)}")
     text = value.strip()
     seconds = durations.seconds(text)
-    if seconds is None:
+    if seconds is None or math.isnan(seconds):
         raise ValueError(f"'{text}' is not a duration")
     if seconds < 0:
         raise ValueError(f"must not be negative, got '{text}'")
+    return _at_most_max(seconds, f"'{text}'")
+
+
+def _at_most_max(seconds: float, written: str) -> float:
+    if seconds > MAX_DURATION_S:  # infinity included
+        raise ValueError(f"{written} is longer than {MAX_DURATION} (ten years), the longest a workload may write")
     return seconds
+
+
+def pods_over_limit(templates: tuple[JobTemplate, ...]) -> tuple[JobTemplate, int] | None:
+    """The first template whose jobs take the workload's pods (count x pods, in file order) above
+    `MAX_WORKLOAD_PODS`, and that running total; None when the workload stays within it."""
+    total = 0
+    for t in templates:
+        total += t.count * t.pods
+        if total > MAX_WORKLOAD_PODS:
+            return t, total
+    return None
 
 
 def format_duration(seconds: float) -> str:
@@ -264,7 +295,8 @@ class _Reader:
                           if (t := self._job(item, f"jobs[{i}]")) is not None)
         events = tuple(e for i, item in enumerate(self._list(doc, "events", ""))
                        if (e := self._event(item, f"events[{i}]")) is not None)
-        self._unique_names(templates)
+        if self._pods_within_limit(templates):  # else naming every job would take as long as the run
+            self._unique_names(templates)
         if self.diagnostics:
             return None
         return Workload(name=name, templates=templates, events=tuple(sorted(events, key=lambda e: e.at)),
@@ -272,6 +304,19 @@ class _Reader:
                         file=self.file.name)
 
     # parts ----------------------------------------------------------------------------------------
+    def _pods_within_limit(self, templates: tuple[JobTemplate, ...]) -> bool:
+        over = pods_over_limit(templates)
+        if over is None:
+            return True
+        template, total = over
+        where = template.spans.get("count") or template.spans.get("pods") or template.spans.get("name")
+        self._error(BAD_VALUE, f"job '{template.name}': count {template.count} x pods {template.pods} takes the "
+                               f"workload to {total} pods, more than the {MAX_WORKLOAD_PODS} it may create",
+                    where or Span(self.file.name, 1, 1),
+                    f"lower count or pods; all jobs of a workload (count x pods each) add up to at most "
+                    f"{MAX_WORKLOAD_PODS} pods")
+        return False
+
     def _start(self, doc: CommentedMap) -> float:
         value = doc.get("start")
         if value is None:
@@ -309,6 +354,9 @@ class _Reader:
             self._error(MISSING_KEY, f"{path}: count {count} needs every (the time between arrivals)",
                         self.file.key_span(item, "count"), "add e.g. every: 1h")
         pods = self._integer(item, "pods", path + ".", default=1, minimum=1)
+        if pods > MAX_JOB_PODS:
+            self._error(BAD_VALUE, f"{path}.pods: must be at most {MAX_JOB_PODS}, got {pods}",
+                        self.file.value_span(item, "pods"), vcjob.MAX_PODS_HELP)
         min_available = self._integer(item, "min_available", path + ".", default=pods, minimum=1)
         if min_available > pods:
             self._error(BAD_VALUE, f"{path}.min_available: {min_available} is more than pods ({pods})",
@@ -370,6 +418,10 @@ class _Reader:
             if amount < 0:
                 self._error(BAD_QUANTITY, f"{path}requests.{key}: must not be negative", where,
                             "resource amounts are zero or more")
+                continue
+            problem = fields.too_large(self.file.value_text(block, key), amount, str(key))
+            if problem is not None:
+                self._error(BAD_QUANTITY, f"{path}requests.{key}: {problem}", where, fields.TOO_LARGE_HELP)
                 continue
             out[str(key)] = amount
         return pod_request(out)
@@ -488,7 +540,7 @@ class _Reader:
                             f"add {key}: {'1h' if key != 'at' else '0s'}")
             return 0.0
         try:
-            return parse_duration(value)
+            return parse_duration(value, written=self.file.value_text(mapping, key))
         except ValueError as exc:
             self._error(BAD_DURATION, f"{path}{key}: {exc}", self.file.value_span(mapping, key), _DURATION_HELP)
             return 0.0
