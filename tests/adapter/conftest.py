@@ -1,15 +1,17 @@
 """Fixtures for the adapter tests: a fresh ClusterEmulator on 127.0.0.1 per test, and clients for it."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import kubernetes.client
 import pytest
 
-from cluster_adapter.config import ApplySettings, ClientSettings, InformerSettings
+from cluster_adapter.config import ApplySettings, ClientSettings, InformerSettings, SchedulerSettings
 from cluster_adapter.kube.client import KubeClient
+from cluster_adapter.scheduler import Scheduler
 from tests.adapter.kubeemu import EmulatorThread
 from tests.adapter.kubeemu.server import read_objects, write_kubeconfig  # noqa: F401  # reason: read_objects is shared with the adapter tests from here
 
@@ -17,6 +19,35 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "cluster.yaml"
 FAST_APPLY = ApplySettings(attempts=3, backoff_initial_s=0.01, backoff_max_s=0.05)
 FAST_INFORMERS = InformerSettings(watch_timeout_s=30, backoff_initial_s=0.05, backoff_max_s=0.2, sync_timeout_s=10)
+FAST_SCHEDULER = SchedulerSettings(period_s=0.2, apply=FAST_APPLY, informers=FAST_INFORMERS)
+
+
+def eventually(check: Callable[[], bool], timeout: float = 8.0) -> None:
+    """Wait until `check()` holds (informers and the loop run in threads); fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture
+def schedulers(client: KubeClient) -> Iterator[list[Scheduler]]:
+    """Schedulers a test starts (`started`), stopped when it ends, before its client closes."""
+    made: list[Scheduler] = []
+    yield made
+    for scheduler in made:
+        scheduler.stop.set()
+
+
+def started(client: KubeClient, schedulers: list[Scheduler], settings: SchedulerSettings = FAST_SCHEDULER) -> Scheduler:
+    """A scheduler on `client` with its informers synced, stopped with the test."""
+    scheduler = Scheduler(client, settings)
+    schedulers.append(scheduler)
+    scheduler.start_informers()
+    assert scheduler.wait_synced(5)
+    return scheduler
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import kmock
 import pytest
@@ -11,17 +11,8 @@ import pytest
 from cluster_adapter.cache import ObjectCache
 from cluster_adapter.kube.client import NODES, PODS, VCJOBS, KubeClient, Resource
 from cluster_adapter.kube.informers import Informer
-from tests.adapter.conftest import FAST_INFORMERS, load, node, pod
+from tests.adapter.conftest import FAST_INFORMERS, eventually, load, node, pod
 from tests.adapter.kubeemu import EmulatorThread
-
-
-def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import kmock
@@ -15,19 +14,10 @@ import pytest
 from cluster_adapter.config import LeaderSettings, SchedulerSettings
 from cluster_adapter.kube.client import KubeClient
 from cluster_adapter.scheduler import EXIT_LOST_LEASE, EXIT_OK, Scheduler, SessionReport
-from tests.adapter.conftest import FAST_APPLY, FAST_INFORMERS, load, node, pod, podgroup, queue
+from tests.adapter.conftest import FAST_APPLY, FAST_INFORMERS, FAST_SCHEDULER, eventually, load, started, node, pod, podgroup, queue
 from tests.adapter.kubeemu import Call, EmulatorThread
 
-SETTINGS = SchedulerSettings(period_s=0.2, apply=FAST_APPLY, informers=FAST_INFORMERS)
-
-
-def eventually(check: Callable[[], bool], timeout: float = 8.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
+SETTINGS = FAST_SCHEDULER
 
 
 def cluster(jobs: int = 2, tasks: int = 2, *, nodes: int = 2, prefix: str = "job") -> list[dict[str, Any]]:
@@ -37,22 +27,6 @@ def cluster(jobs: int = 2, tasks: int = 2, *, nodes: int = 2, prefix: str = "job
         objects.append(podgroup(f"{prefix}{j}", min_member=tasks))
         objects += [pod(f"{prefix}{j}-t-{t}", group=f"{prefix}{j}") for t in range(tasks)]
     return objects
-
-
-@pytest.fixture
-def schedulers(client: KubeClient) -> Iterator[list[Scheduler]]:
-    made: list[Scheduler] = []
-    yield made
-    for scheduler in made:
-        scheduler.stop.set()
-
-
-def started(client: KubeClient, schedulers: list[Scheduler], settings: SchedulerSettings = SETTINGS) -> Scheduler:
-    scheduler = Scheduler(client, settings)
-    schedulers.append(scheduler)
-    scheduler.start_informers()
-    assert scheduler.wait_synced(5)
-    return scheduler
 
 
 def bound(emu: EmulatorThread) -> dict[str, str]:

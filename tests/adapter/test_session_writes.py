@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,37 +17,12 @@ import vpolicy
 from cluster_adapter.config import SchedulerSettings
 from cluster_adapter.kube.client import PODGROUPS, PODS, KubeClient
 from cluster_adapter.scheduler import Scheduler, SessionReport
-from tests.adapter.conftest import FAST_APPLY, FAST_INFORMERS, load, node, pod, podgroup, queue
+from tests.adapter.conftest import FAST_APPLY, FAST_INFORMERS, FAST_SCHEDULER, eventually, load, started, node, pod, podgroup, queue
 from tests.adapter.kubeemu import Call, EmulatorThread
 from tests.adapter.test_e2e import SCENARIOS, scenario
 
-SETTINGS = SchedulerSettings(period_s=0.2, apply=FAST_APPLY, informers=FAST_INFORMERS)
+SETTINGS = FAST_SCHEDULER
 Fault = Callable[[Call], kmock.KubernetesError | None]
-
-
-@pytest.fixture
-def schedulers() -> Iterator[list[Scheduler]]:
-    made: list[Scheduler] = []
-    yield made
-    for scheduler in made:
-        scheduler.stop.set()
-
-
-def started(client: KubeClient, schedulers: list[Scheduler], settings: SchedulerSettings = SETTINGS) -> Scheduler:
-    scheduler = Scheduler(client, settings)
-    schedulers.append(scheduler)
-    scheduler.start_informers()
-    assert scheduler.wait_synced(5)
-    return scheduler
-
-
-def eventually(check: Callable[[], bool], timeout: float = 8.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
 
 
 def refuse(emu: EmulatorThread, status: int, *, when: Callable[[Call], bool]) -> None:
