@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from vpolicy.compile import devices
 from vpolicy.model.resources import Resources, ZERO
+from vpolicy.model.snapshot import Taint
 
 PODS = "pods"
 
@@ -109,6 +110,12 @@ def tolerates_taints(task: Any, node: Any, effects: Iterable[str]) -> bool:
     return all(_tolerated(t, task.pod.tolerations) for t in node.spec.taints if t.effect in wanted)
 
 
+def tolerates_taint(task: Any, key: str, effect: str) -> bool:
+    """Whether the pod tolerates the taint `key` with `effect` and no value, whether or not a node carries
+    it: kube-scheduler's NodeUnschedulable asks it for node.kubernetes.io/unschedulable:NoSchedule."""
+    return _tolerated(Taint(key, "", effect), task.pod.tolerations)
+
+
 def intolerable_taints(task: Any, node: Any, effect: str) -> int:
     return sum(1 for t in node.spec.taints if t.effect == effect and not _tolerated(t, task.pod.tolerations))
 
@@ -204,6 +211,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "matches_required_affinity": matches_required_affinity,
     "preferred_affinity_weight": preferred_affinity_weight,
     "tolerates_taints": tolerates_taints,
+    "tolerates_taint": tolerates_taint,
     "intolerable_taints": intolerable_taints,
     "half": lambda x: x / 2,
     "abs": abs,

@@ -208,6 +208,8 @@ FUNCTIONS: dict[str, Function] = {
     "tolerates_taints": Function(("task", "node", "list[string]"), "bool",
                                  "every taint with one of the effects is tolerated"),
     "intolerable_taints": Function(("task", "node", "string"), "int", "count of untolerated taints of an effect"),
+    "tolerates_taint": Function(("task", "string", "string"), "bool",
+                                "the pod tolerates a taint of this key and effect, with no value"),
     "half": Function(("number",), "number", "x / 2 (kept for readability of balanced scores)"),
     "abs": Function(("number",), "number", "absolute value"),
     "floor": Function(("number",), "int", "round down"),
