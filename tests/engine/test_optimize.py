@@ -116,7 +116,7 @@ OPTIMIZE_PROPERTY = settings(max_examples=15, deadline=None, suppress_health_che
 def test_optimize_decisions_pass_the_validator(conf: str | None, snap: ClusterSnapshot) -> None:
     policy = _policy(conf)
     document = run_session(snap, policy, mode="optimize").decisions.to_document()
-    assert list(validate(snap, document, conf_actions=policy.actions, priority_victims=True)) == []
+    assert list(validate(snap, document, policy=policy, priority_victims=True)) == []
 
 
 # fragmentation ------------------------------------------------------------------------------------
@@ -189,7 +189,7 @@ def test_preempt_evicts_the_cheapest_victim_set() -> None:
     assert optimized["pipelined"] == {"ns/urgent-0": "n1"}
     assert [e["pod"] for e in optimized["evictions"]] == ["ns/whole-0"]  # type: ignore[attr-defined, index]  # reason: JSON
     assert evicted_gpu_pods(snap, optimized) < evicted_gpu_pods(snap, volcano)
-    assert list(validate(snap, optimized, conf_actions=policy.actions, priority_victims=True)) == []
+    assert list(validate(snap, optimized, policy=policy, priority_victims=True)) == []
 
 
 def _task(name: str, gpu: int, priority: int = 1) -> object:
@@ -243,7 +243,7 @@ def test_preempt_reuses_released_room_before_evicting_more() -> None:
     assert volcano["pipelined"] == {"ns/urgent-0": "n1", "ns/urgent-1": "n1"}
     assert [e["pod"] for e in optimized["evictions"]] == ["ns/halves-0"]  # type: ignore[attr-defined, index]  # reason: JSON
     assert [e["pod"] for e in volcano["evictions"]] == ["ns/halves-2"]  # type: ignore[attr-defined, index]  # reason: JSON
-    assert list(validate(snap, optimized, conf_actions=policy.actions, priority_victims=True)) == []
+    assert list(validate(snap, optimized, policy=policy, priority_victims=True)) == []
 
 
 # whole evicting actions -----------------------------------------------------------------------------
@@ -308,15 +308,36 @@ def assert_same_session(expected: SessionResult, actual: SessionResult) -> None:
     assert ends[0] == ends[1]
 
 
-def test_optimize_keeps_volcanos_preempt_where_cheaper_victims_place_less() -> None:
-    """S preemption seed 3 of the benchmark: the cheapest victims for each preemptor leave no room to
-    spare, so a GPU preemptor of another queue that Volcano's larger eviction made room for would stay
-    pending; optimize then keeps Volcano's run of preempt, and places as many GPUs."""
-    from benchmarks import generate as gen
-    from benchmarks.run import policy_for
+# Priority and gang (without gang's victim rule, as Volcano's Helm conf has it), no queue shares: queue
+# q1 goes before q2 by creation, and every queue may allocate.
+PRIORITY_ONLY_PREEMPT = """actions: "enqueue, preempt"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: predicates
+  - name: nodeorder
+"""
 
-    snap = gen.generate(gen.SIZES["S"], "preemption", seed=3).snapshot
-    policy = replace(policy_for("preemption"), optimize_budget_s=None)  # both runs, however slow the machine
+
+def test_optimize_keeps_volcanos_preempt_where_cheaper_victims_place_less() -> None:
+    """n0 holds a 4-GPU victim a-0, n1 a 2-GPU victim b-0, both beside protected pods. p1 (queue q1, 2
+    GPUs) preempts first: Volcano takes n0 and evicts a-0, and p2 (queue q2, 2 GPUs, no victim of its
+    own queue anywhere) takes the 2 GPUs left over; the cheapest victim for p1 alone is b-0, after which
+    p2 finds no room. Optimize's own run places fewer GPUs, so Volcano's run of preempt is kept."""
+    low, high, top = PriorityClass("low", 1), PriorityClass("high", 1000), PriorityClass("top", 100000)
+    pods = [running("a-0", "a", "n0", gpu=4000), running("keep0-0", "keep0", "n0", gpu=4000),
+            running("b-0", "b", "n1", gpu=2000), running("keep1-0", "keep1", "n1", gpu=6000),
+            pod("p1-0", "p1", gpu=2000), pod("p2-0", "p2", gpu=2000)]
+    groups = [("a", "q1", "low"), ("keep0", "q1", "top"), ("b", "q1", "low"), ("keep1", "q1", "top"),
+              ("p1", "q1", "high"), ("p2", "q2", "high")]
+    snap = snapshot(nodes=[node(n, cpu=16000, memory=64 * GIB, gpu=8000) for n in ("n0", "n1")], pods=pods,
+                    podgroups=[podgroup(name, q, priority_class=pc) for name, q, pc in groups],
+                    queues=[queue("q1"), queue("q2")], priority_classes=[low, high, top])
+    policy = replace(_policy(PRIORITY_ONLY_PREEMPT), optimize_budget_s=None)  # both runs, however slow
     merits: list[tuple[str, tuple[int, ...]]] = []
     real_trial = optimize._trial
 
@@ -327,11 +348,11 @@ def test_optimize_keeps_volcanos_preempt_where_cheaper_victims_place_less() -> N
     with pytest.MonkeyPatch.context() as m:
         m.setattr(optimize, "_trial", trial)
         volcano, optimized = both(snap, policy)
-    preempt_runs = merits[:2]  # preempt is the conf's only evicting action
-    assert [mode for mode, _ in preempt_runs] == ["volcano", "optimize"]
-    assert preempt_runs[1][1][0] < preempt_runs[0][1][0]  # its own run placed fewer GPUs
-    assert gpus_placed(snap, optimized) >= gpus_placed(snap, volcano)
+    assert [mode for mode, _ in merits] == ["volcano", "optimize"]
+    assert merits[1][1][0] < merits[0][1][0]  # its own run placed fewer GPUs
+    assert optimized["pipelined"] == volcano["pipelined"] == {"ns/p1-0": "n0", "ns/p2-0": "n0"}
     assert optimized["evictions"] == volcano["evictions"]
+    assert optimized["stats"]["optimize"]["preempt"]["reason"] == "placed-less"  # type: ignore[index]  # reason: JSON
 
 
 def test_a_cpu_preemptor_among_cpu_nodes_keeps_volcanos_victims() -> None:

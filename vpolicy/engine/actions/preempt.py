@@ -26,7 +26,7 @@ def run(ctx: ActionContext) -> None:
     queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
     preemptors: dict[str, PriorityQueue[JobInfo]] = {}
     tasks: dict[str, Queue[TaskInfo]] = {}
-    under_request: list[JobInfo] = []
+    under_request: dict[str, list[JobInfo]] = {}  # queue name -> its starving jobs, in job order
     seen: set[str] = set()
     for job in ctx.schedulable_jobs():
         if job.queue.name not in seen:
@@ -36,7 +36,7 @@ def run(ctx: ActionContext) -> None:
             pending = ctx.pending_tasks(job)
             if not pending:
                 continue
-            under_request.append(job)
+            under_request.setdefault(job.queue.name, []).append(job)
             preemptors.setdefault(job.queue.name, PriorityQueue(rt.job_before)).push(job)
             tasks[job.key] = rt.task_queue(pending)
 
@@ -67,7 +67,7 @@ def run(ctx: ActionContext) -> None:
             if assigned:
                 jobs.push(job)
 
-        for job in under_request:
+        for job in under_request.get(queue.name, ()):  # the queue's own starving jobs (reference §4.3)
             # with nothing of its own to preempt no node offers a same-job victim: only room will do
             runs_own = any(t.status in _PREEMPTABLE_STATUSES for t in job.tasks)
             own_hosts = hosts.get(job.queue.name, frozenset()) if runs_own else frozenset()
