@@ -6,7 +6,8 @@ assigned to this node (`volcano.sh/vgpu-node` = this node, `bind-phase` = alloca
 devices and environment and the annotations that close the handshake (`bind-phase` success or failed).
 In mig mode it first plans the GPU instances the node's reservations need (`mig.plan`) and, only with
 `apply_mig`, creates and destroys them through NVML; in a dry run a pod whose instance does not exist
-yet is left allocating.
+yet is left allocating. An instance that any pod on the node holds by its device ids (a Volcano-placed
+pod has no reservation), or that might be held by a pod whose devices cannot be read, is never destroyed.
 
 The Kubernetes calls are `api.py`'s, the NVML calls the backend's; this module only decides, so the
 whole agent runs in tests on a `FakeNvml` and plain dicts. The env of each container is kept in
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from cluster_adapter.gpu_agent import discovery, hami, mig
-from cluster_adapter.gpu_agent.nvml import NvmlBackend, NvmlError
+from cluster_adapter.gpu_agent.nvml import GpuInfo, NvmlBackend, NvmlError
 from vpolicy.model import gpu
 
 
@@ -65,7 +66,7 @@ class Agent:
         mine = [p for p in pods if _on_node(p, self.settings.node)]
         mig_uuids: dict[str, str] = {}
         if self.settings.mode == gpu.MODE_MIG:
-            out.mig_plan = mig.plan(gpus, _reservations(mine, out.problems))
+            out.mig_plan = mig.plan(gpus, _reservations(mine, out.problems), held=_held(mine, gpus, out.problems))
             out.problems.extend(out.mig_plan.problems)
             mig_uuids = {device_id: inst.uuid for device_id, inst in out.mig_plan.keep if inst.uuid}
             if self.settings.apply_mig and not out.mig_plan.empty:
@@ -97,6 +98,29 @@ def _on_node(pod: Mapping[str, Any], node: str) -> bool:
     return annotations.get(gpu.VGPU_NODE) == node or spec_node == node
 
 
+def _held(pods: Sequence[Mapping[str, Any]], gpus: Sequence[GpuInfo], problems: list[str]) -> mig.InUse:
+    """The MIG instances the pods on this node hold by their device ids (`vgpu-ids-new` and
+    `devices-to-allocate`). A pod whose ids cannot be read might hold any instance: every one is spared,
+    and the pod is a problem."""
+    devices: list[gpu.ContainerDevice] = []
+    unreadable: list[str] = []
+    for pod in pods:
+        annotations = pod.get("metadata", {}).get("annotations") or {}
+        for key in (gpu.IDS_NEW, gpu.DEVICES_TO_ALLOCATE):
+            try:
+                devices.extend(d for c in gpu.decode_pod_devices(annotations.get(key) or "") for d in c)
+            except gpu.ProtocolError as exc:
+                why = f"{_key(pod)}: {key}: {exc}"
+                problems.append(f"{why} (no MIG instance is destroyed while it cannot be read)")
+                unreadable.append(why)
+    return mig.in_use(devices, gpus, unreadable="; ".join(unreadable))
+
+
+def _key(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata", {})
+    return f"{meta.get('namespace')}/{meta.get('name')}"
+
+
 def _reservations(pods: Sequence[Mapping[str, Any]], problems: list[str]) -> list[gpu.MigAllocation]:
     out: list[gpu.MigAllocation] = []
     for pod in pods:
@@ -106,6 +130,5 @@ def _reservations(pods: Sequence[Mapping[str, Any]], problems: list[str]) -> lis
         try:
             out.extend(gpu.decode_mig_allocations(text))
         except gpu.ProtocolError as exc:
-            meta = pod.get("metadata", {})
-            problems.append(f"{meta.get('namespace')}/{meta.get('name')}: {exc}")
+            problems.append(f"{_key(pod)}: {exc} (its instances are kept as far as its device ids show them)")
     return out

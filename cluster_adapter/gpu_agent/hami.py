@@ -1,8 +1,10 @@
 """The node side of an assignment: `devices-to-allocate` decoded into each container's devices and env.
 
 What the volcano-vgpu device plugin does at Allocate (kubernetes-and-gpu.md §8.4), as pure functions:
-the pod's `volcano.sh/devices-to-allocate` holds one `;`-separated segment per container; segments are
-handed, in order, to the containers that ask for `volcano.sh/vgpu-number` (or `vgpu-memory`). For a
+the pod's `volcano.sh/devices-to-allocate` holds one `;`-separated segment per container; the non-empty
+segments are handed, in order, to the containers that ask for at least one card (`volcano.sh/vgpu-number`
+above 0, or `vgpu-memory` alone), as the plugin pops the next NVIDIA segment for each Allocate. A
+container asking `vgpu-number: 0` gets no device (Volcano gives it an empty segment; kubelet no Allocate). For a
 HAMi-core card a container gets
 
     NVIDIA_VISIBLE_DEVICES=<uuids>             CUDA_DEVICE_MEMORY_LIMIT_<i>=<MiB x factor>m (i: index in the container)
@@ -90,13 +92,24 @@ def container_mounts(pod_uid: str, container: str, settings: HamiSettings = Hami
 
 
 def gpu_containers(pod: Mapping[str, Any]) -> list[str]:
-    """Names of the containers that ask for vGPU, in spec order."""
+    """Names of the containers that ask for at least one card, in spec order."""
     names = []
     for c in pod.get("spec", {}).get("containers", []) or []:
         limits = (c.get("resources") or {}).get("limits") or {}
-        if gpu.VGPU_NUMBER in limits or gpu.VGPU_MEMORY in limits:
+        if (gpu.VGPU_NUMBER in limits or gpu.VGPU_MEMORY in limits) and _card_count(limits) != 0:
             names.append(str(c.get("name", "")))
     return names
+
+
+def _card_count(limits: Mapping[str, Any]) -> int | None:
+    """The container's `vgpu-number` (memory alone: 1), None when it is not a plain integer (the kubelet
+    has then asked for devices however it read it, so the container counts as a GPU one)."""
+    if gpu.VGPU_NUMBER not in limits:
+        return 1
+    try:
+        return max(0, int(str(limits[gpu.VGPU_NUMBER]).strip()))
+    except ValueError:
+        return None
 
 
 def is_assigned_to(pod: Mapping[str, Any], node: str) -> bool:

@@ -277,3 +277,69 @@ def test_gpu_check_prints_a_fake_inventory_and_the_dry_run() -> None:
     line = next(x for x in proc.stdout.splitlines() if x.strip().startswith(gpu.NODE_REGISTER))
     assert matches(gpu.NODE_REGISTER, line.split(": ", 1)[1])
     assert "nothing is written" in proc.stdout
+
+
+# MIG instances pods hold without (readable) reservations -------------------------------------------------
+def running_pod(name: str, extra: dict[str, str]) -> dict[str, Any]:
+    """A pod on gpu-1 whose devices were handed out (`bind-phase: success`), running."""
+    annotations = {gpu.VGPU_NODE: "gpu-1", gpu.BIND_PHASE: "success", **extra}
+    return {"metadata": {"name": name, "namespace": "ns1", "uid": f"uid-{name}", "annotations": annotations},
+            "spec": {"nodeName": "gpu-1", "containers": [{"name": "c", "resources": {"limits": {
+                gpu.VGPU_NUMBER: "1", gpu.VGPU_MEMORY: "10000"}}}]},
+            "status": {"phase": "Running"}}
+
+
+def one_instance(profile: str = "1g.18gb", start: int = 0) -> tuple[FakeNvml, nvml.MigInstanceInfo]:
+    backend = FakeNvml.of("H200", 1, mig=True)
+    (profile_id,) = (p.id for p in backend.devices[0].mig_profiles if p.name == profile)
+    return backend, backend.create_instance("GPU-fake-h200-00", profile_id, start)
+
+
+def applied_tick(backend: FakeNvml, pods: list[dict[str, Any]]) -> agent_mod.Tick:
+    agent = agent_mod.Agent(agent_mod.AgentSettings("gpu-1", mode=gpu.MODE_MIG, apply_mig=True), backend)
+    return agent.tick(node_object(), pods, now=NOW)
+
+
+@pytest.mark.parametrize("extra, problem", [
+    pytest.param({gpu.IDS_NEW: "GPU-fake-h200-00[group1-0],NVIDIA,10000,0:"}, "",
+                 id="volcano-id-names-the-geometry"),
+    pytest.param({gpu.IDS_NEW: "GPU-fake-h200-00[0-0],NVIDIA,17166,0:", gpu.MIG_ALLOCATIONS: '[{"broken":1}]'},
+                 "is not a list of MIG allocations", id="unreadable-reservation-readable-id"),
+    pytest.param({gpu.IDS_NEW: "GPU-fake-h200-00[0-0],NVIDIA:", gpu.MIG_ALLOCATIONS: '[{"broken":1}]'},
+                 "no MIG instance is destroyed while it cannot be read", id="nothing-readable"),
+])
+def test_an_instance_a_running_pod_may_hold_is_never_destroyed(extra: dict[str, str], problem: str) -> None:
+    backend, instance = one_instance()
+    tick = applied_tick(backend, [running_pod("holder", extra)])
+    assert backend.destroyed == []
+    ((spared, why),) = tick.mig_plan.spared
+    assert (spared.gi_id, spared.profile) == (instance.gi_id, "1g.18gb") and why
+    assert any(line.startswith("spare GPU-fake-h200-00 GI") for line in tick.mig_plan.lines())
+    if problem:
+        assert any(problem in p for p in tick.problems), tick.problems
+
+
+def test_an_instance_only_a_finished_pod_held_is_destroyed() -> None:
+    backend, instance = one_instance()
+    done = running_pod("done", {gpu.IDS_NEW: "GPU-fake-h200-00[group1-0],NVIDIA,10000,0:"})
+    done["status"]["phase"] = "Succeeded"
+    applied_tick(backend, [done])
+    assert backend.destroyed == [("GPU-fake-h200-00", instance.gi_id)]
+
+
+def test_a_vpolicy_id_spares_only_its_own_instance() -> None:
+    backend, held = one_instance("1g.18gb", 0)
+    stale = backend.create_instance("GPU-fake-h200-00", held.profile_id, 1)  # position 1 of 1g*7, unused
+    tick = applied_tick(backend, [running_pod("holder", {gpu.IDS_NEW: "GPU-fake-h200-00[0-0],NVIDIA,17166,0:"})])
+    assert backend.destroyed == [("GPU-fake-h200-00", stale.gi_id)]
+    assert [d.gi_id for d, _ in tick.mig_plan.spared] == [held.gi_id]
+
+
+def test_a_container_asking_zero_cards_gets_no_segment() -> None:
+    # Volcano's resourcereqs keeps a request for `vgpu-number: "0"` and encodes an empty segment for it
+    containers = [{"name": "a", "resources": {"limits": {gpu.VGPU_NUMBER: "0"}}},
+                  {"name": "b", "resources": {"limits": {gpu.VGPU_NUMBER: "1", gpu.VGPU_MEMORY: "1000"}}}]
+    result = hami.allocate_pod(assigned_pod("p", ";GPU-a0,NVIDIA,1000,0:", containers=containers), new_id=lambda: "x")
+    assert result.error == ""
+    assert [(c.name, c.env["NVIDIA_VISIBLE_DEVICES"]) for c in result.containers] == [("b", "GPU-a0")]
+    assert hami.gpu_containers(assigned_pod("q", "", containers=containers)) == ["b"]

@@ -18,7 +18,12 @@ H200 = "NVIDIA-NVIDIA H200"
     pytest.param("NVIDIA-NVIDIA A100-SXM4-80GB", "A100-80GB", id="a100-80gb"),
     pytest.param("NVIDIA-NVIDIA A100-SXM4-40GB", "A100-40GB", id="a100-40gb"),
     pytest.param("NVIDIA-NVIDIA A100-PCIE-40GB", "A100-40GB", id="a100-pcie"),
-    pytest.param("NVIDIA-NVIDIA H100 NVL", None, id="h100-94gb-not-tabled"),
+    pytest.param("NVIDIA-NVIDIA H100 NVL", "H100-94GB", id="h100-nvl-is-94gb"),
+    pytest.param("NVIDIA-NVIDIA GH200 480GB", "GH200", id="gh200-is-not-h200"),
+    pytest.param("NVIDIA-NVIDIA H20", "H20", id="h20"),
+    pytest.param("NVIDIA-NVIDIA GH200 144G HBM3e", None, id="gh200-144g-not-tabled"),
+    pytest.param("NVIDIA-NVIDIA A30", None, id="a30-not-tabled"),
+    pytest.param("NVIDIA-NVIDIA A800-SXM4-80GB", None, id="a800-not-tabled"),
     pytest.param("NVIDIA-Tesla V100S-PCIE-32GB", None, id="no-mig"),
 ])
 def test_card_types_map_to_their_mig_table(card_type: str, model: str | None) -> None:
@@ -30,6 +35,20 @@ def test_h200_profiles_are_the_documented_ones() -> None:
     model = gpu.mig_model_for(H200)
     assert model is not None
     assert [p.name for p in model.profiles] == ["1g.18gb", "2g.35gb", "3g.71gb", "7g.141gb"]
+
+
+@pytest.mark.parametrize("card_type, profiles", [
+    pytest.param("NVIDIA-NVIDIA GH200 480GB", [("1g.12gb", 11444), ("2g.24gb", 22888), ("3g.48gb", 45776),
+                                               ("7g.96gb", 91552)], id="gh200"),
+    pytest.param("NVIDIA-NVIDIA H100 NVL", [("1g.12gb", 11444), ("2g.24gb", 22888), ("3g.47gb", 44822),
+                                           ("7g.94gb", 89645)], id="h100-nvl"),
+])
+def test_96gb_class_profiles_are_the_reference_ones_in_nominal_mib(card_type: str,
+                                                                    profiles: list[tuple[str, int]]) -> None:
+    # kubernetes-and-gpu.md §8.6 (HAMi's allowlist); MiB = nominal decimal GB, rounded down
+    model = gpu.mig_model_for(card_type)
+    assert model is not None
+    assert [(p.name, p.memory) for p in model.profiles] == profiles
 
 
 @pytest.mark.parametrize("model", [pytest.param(m, id=m.name) for m in gpu.MIG_MODELS])
@@ -105,3 +124,12 @@ def test_assignment_names_the_instances_in_the_device_ids() -> None:
 def test_a_model_without_a_table_offers_no_mig_slice() -> None:
     card = CardState(gpu.Card(0, "GPU-v", 7, 32000, "NVIDIA-Tesla V100S", True, gpu.MODE_MIG))
     assert devices.allocate((gpu.DeviceRequest(1, 100),), [card]) == devices.Unfit(devices.NO_ROOM)
+
+
+def test_a_volcano_instance_on_a_card_pins_it_whatever_its_group_is_called() -> None:
+    # Volcano names the geometry by its config's group name: vpolicy cannot tell which cut that is, so
+    # the card takes no other instance (neither a new cut nor a guess at a free position)
+    card = devices.usage([gpu.Card(0, "GPU-m0", 7, 143771, H200, True, gpu.MODE_MIG)],
+                         [((gpu.ContainerDevice("GPU-m0[group1-0]", "NVIDIA", 10000, 0),),)])[0]
+    assert (card.used_num, card.used_memory, card.geometry) == (1, 10000, gpu.UNKNOWN_GEOMETRY)
+    assert devices.allocate((gpu.DeviceRequest(1, 10000),), [card]) == devices.Unfit(devices.NO_ROOM)

@@ -96,6 +96,20 @@ def test_mig_ids_carry_the_geometry_and_position() -> None:
     assert gpu.ContainerDevice("GPU-1[2-1]", "NVIDIA", 1, 0).card_uuid == "GPU-1"
 
 
+@pytest.mark.parametrize("device_id, parsed", [
+    pytest.param("GPU-1[group1-0]", ("GPU-1", gpu.UNKNOWN_GEOMETRY, 0), id="volcano-group-name"),
+    pytest.param("GPU-0fc3eda5-e98b[group2-3]", ("GPU-0fc3eda5-e98b", gpu.UNKNOWN_GEOMETRY, 3), id="volcano-uuid"),
+    pytest.param("GPU-1[group1-x]", None, id="position-not-a-number"),
+    pytest.param("GPU-1[a-b-1]", None, id="dash-in-group"),
+])
+def test_volcano_mig_ids_name_their_card_with_an_unknown_geometry(device_id: str,
+                                                                  parsed: tuple[str, int, int] | None) -> None:
+    # Volcano's encodeMIGID is "%s[%s-%d]" with the geometry's config name as the group
+    assert gpu.parse_mig_id(device_id) == parsed
+    if parsed is not None:
+        assert gpu.ContainerDevice(device_id, "NVIDIA", 1, 0).card_uuid == parsed[0]
+
+
 def test_mig_allocations_are_an_exact_json_list() -> None:
     a = gpu.MigAllocation(0, 1, "GPU-1", "3g.71gb", 4, 4, 2, 1)
     text = gpu.encode_mig_allocations([a])
@@ -124,6 +138,8 @@ def test_mig_layout_and_handshake_round_trip() -> None:
     pytest.param({gpu.VGPU_NUMBER: 1}, gpu.DeviceRequest(1, 0, 100, 0), id="no-memory-is-the-whole-card"),
     pytest.param({gpu.VGPU_NUMBER: 1, gpu.VGPU_MEMORY_PERCENTAGE: 25}, gpu.DeviceRequest(1, 0, 25, 0),
                  id="percentage"),
+    pytest.param({gpu.VGPU_NUMBER: 0, gpu.VGPU_MEMORY: 1000}, gpu.DeviceRequest(0, 1000, 101, 0),
+                 id="zero-cards-keeps-its-place"),
     pytest.param({gpu.VGPU_CORES: 50}, None, id="cores-alone-is-no-gpu"),
     pytest.param({}, None, id="nothing"),
 ])

@@ -211,3 +211,99 @@ def test_a_node_whose_inventory_has_no_cards_takes_no_vgpu_pod(tmp_path: Path, r
     result = session(tmp_path, cluster, conf())
     assert result.decisions.binds == {}
     assert "no registered vGPU devices" in result.decisions.unschedulable["ns1/w-w-0"][0]
+
+
+def multi_container_pod(name: str, pg: str, containers: list[tuple[str, str]]) -> str:
+    listed = "".join(f"\n  - {{name: {c}, resources: {{limits: {limits}}}}}" for c, limits in containers)
+    return f"""---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: ns1, annotations: {{scheduling.k8s.io/group-name: {pg}}}}}
+spec:
+  schedulerName: volcano
+  containers:{listed}
+"""
+
+
+@pytest.mark.parametrize("containers, devices", [
+    pytest.param([("sidecar", '{cpu: "1"}'),
+                  ("a", "{volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 10000}"),
+                  ("b", "{volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 10000, volcano.sh/vgpu-cores: 30}")],
+                 "GPU-a1,NVIDIA,10000,0:;GPU-a1,NVIDIA,10000,30:", id="two-gpu-containers-and-a-sidecar"),
+    pytest.param([("a", "{volcano.sh/vgpu-number: 0}"),
+                  ("b", "{volcano.sh/vgpu-number: 2, volcano.sh/vgpu-memory: 1000}")],
+                 ";GPU-a1,NVIDIA,1000,0:GPU-a0,NVIDIA,1000,0:", id="zero-cards-is-an-empty-segment"),
+])
+def test_each_container_gets_its_own_segment_and_the_agent_hands_them_out(
+        tmp_path: Path, containers: list[tuple[str, str]], devices: str) -> None:
+    # Volcano's resourcereqs + encodePodDevices: one request, one `;` segment per container naming
+    # vgpu-number or vgpu-memory, in container order; the agent gives the non-empty ones to the containers
+    # that ask for cards, in order
+    from cluster_adapter.gpu_agent import hami
+
+    cluster = (node("n1", f"GPU-a0,10,40000,{A100},true,hami-core:GPU-a1,10,40000,{A100},true,hami-core:")
+               + group("p") + multi_container_pod("p-p-0", "p", containers))
+    result = session(tmp_path, cluster, conf(policy="binpack"))
+    annotations = result.decisions.annotations["ns1/p-p-0"]
+    assert annotations[gpu.IDS_NEW] == annotations[gpu.DEVICES_TO_ALLOCATE] == devices
+    assert_protocol_formats(result.decisions.annotations)
+    pod_json = {"metadata": {"name": "p-p-0", "namespace": "ns1", "uid": "u", "annotations": annotations},
+                "spec": {"containers": [{"name": c, "resources": {"limits": yaml_limits(limits)}}
+                                        for c, limits in containers]}}
+    handed = hami.allocate_pod(pod_json, new_id=lambda: "x")
+    assert handed.error == ""
+    segments = [s for s in devices.split(";") if s]
+    assert [c.env["NVIDIA_VISIBLE_DEVICES"] for c in handed.containers] == [
+        ",".join(entry.split(",")[0] for entry in s.split(":") if entry) for s in segments]
+
+
+def yaml_limits(flow: str) -> dict[str, str]:
+    """`{a: 1, b: 2}` as the API returns it: every quantity a string."""
+    pairs = (item.split(":", 1) for item in flow.strip("{}").split(",") if item.strip())
+    return {k.strip(): v.strip().strip('"') for k, v in pairs}
+
+
+def test_the_second_container_sees_the_memory_the_first_took(tmp_path: Path) -> None:
+    cluster = (node("n1", f"GPU-a0,10,40000,{A100},true,hami-core:") + group("p")
+               + multi_container_pod("p-p-0", "p", [
+                   ("a", "{volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 30000}"),
+                   ("b", "{volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 20000}")]))
+    result = session(tmp_path, cluster, conf())
+    assert result.decisions.binds == {}
+    assert "no GPU card with enough free memory" in result.decisions.unschedulable["ns1/p-p-0"][0]
+
+
+def test_a_gh200_is_cut_with_its_own_profiles(tmp_path: Path) -> None:
+    cluster = (node("n1", "GPU-g0,7,97871,NVIDIA-NVIDIA GH200 480GB,true,mig:") + group("m")
+               + pod("m-m-0", "m", "{volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 30000}"))
+    result = session(tmp_path, cluster, conf(policy=""))
+    (alloc,) = gpu.decode_mig_allocations(result.decisions.annotations["ns1/m-m-0"][gpu.MIG_ALLOCATIONS])
+    assert (alloc.profile, alloc.start, alloc.size) == ("3g.48gb", 0, 4)
+
+
+def test_a_volcano_placed_instance_is_counted_on_its_card(tmp_path: Path) -> None:
+    cluster = (node("n1", f"GPU-m0,7,143771,{H200},true,mig:") + group("r", phase="Running")
+               + pod("r-r-0", "r", "{volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 10000}", node_name="n1",
+                     ids="GPU-m0[group1-0],NVIDIA,10000,0:")
+               + group("w") + pod("w-w-0", "w", "{volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 120000}"))
+    result = session(tmp_path, cluster, conf(policy=""))
+    assert result.decisions.binds == {}
+    (cards,) = result.state.devices.nodes.values()
+    assert [(s.used_num, s.used_memory, s.geometry) for s in cards.states()] == [(1, 10000, gpu.UNKNOWN_GEOMETRY)]
+
+
+@pytest.mark.parametrize("handshake, binds", [
+    pytest.param("Deleted_2026.01.01 00:00:00", {}, id="deleted"),
+    pytest.param("Reported 2020.01.01 00:00:00", {"ns1/w-w-0": "n1"}, id="reported"),
+    pytest.param("", {"ns1/w-w-0": "n1"}, id="absent-is-tolerated"),
+])
+def test_a_deleted_vgpu_handshake_takes_the_node_out(tmp_path: Path, handshake: str, binds: dict[str, str]) -> None:
+    registered = node("n1", f"GPU-a0,10,40000,{A100},true,hami-core:")
+    if handshake:
+        registered = registered.replace("annotations:\n", f'annotations:\n    volcano.sh/node-vgpu-handshake: "{handshake}"\n')
+    cluster = registered + group("w") + pod("w-w-0", "w", "{volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1000}")
+    result = session(tmp_path, cluster, conf())
+    assert result.decisions.binds == binds
+    if not binds:
+        assert result.decisions.unschedulable["ns1/w-w-0"][0] == (
+            f"0/1 nodes are unavailable: 1 node not initialized with device hamivgpu: vGPU handshake {handshake}.")

@@ -51,8 +51,13 @@ class CardState:
 
     @property
     def geometry(self) -> int | None:
-        """The geometry the card is in: the one of its instances in use, else its configured layout."""
-        return next(iter(self.mig_used))[0] if self.mig_used else self.layout
+        """The geometry the card is in: the one of its instances in use, else its configured layout.
+        Instances of a geometry vpolicy cannot name (Volcano's group names), or of two geometries at
+        once, leave it `gpu.UNKNOWN_GEOMETRY`: the card is in use, in a cut nobody may change."""
+        groups = {g for g, _ in self.mig_used}
+        if not groups:
+            return self.layout
+        return groups.pop() if len(groups) == 1 else gpu.UNKNOWN_GEOMETRY
 
     def plus(self, device: gpu.ContainerDevice) -> "CardState":
         mig = gpu.parse_mig_id(device.uuid)
@@ -96,8 +101,9 @@ class CardSource(Protocol):
 def allocate(requests: Sequence[gpu.DeviceRequest], cards: Sequence[CardState], *, policy: str = "",
              filters: gpu.DeviceFilters = gpu.DeviceFilters()) -> Assignment | Unfit:
     """Cards for every container of a pod, or why there are none. Containers are served in order, each
-    seeing the cards the earlier ones took."""
-    if not requests:
+    seeing the cards the earlier ones took; a container asking 0 cards gets an empty segment, as in
+    Volcano's checkNodeGPUSharingPredicateAndScore, and touches no card."""
+    if not gpu.asks_for_cards(requests):
         return Assignment(())
     if not cards:
         return Unfit(NO_DEVICES)
@@ -107,6 +113,9 @@ def allocate(requests: Sequence[gpu.DeviceRequest], cards: Sequence[CardState], 
     recut: set[int] = set()
     score = 0.0
     for ci, req in enumerate(requests):
+        if req.nums == 0:
+            containers.append(())
+            continue
         if req.nums > len(working):
             return Unfit(TOO_FEW_CARDS)
         allowed = [s for s in working.values()
@@ -223,16 +232,17 @@ def usage(cards: Sequence[gpu.Card], pods: Sequence[gpu.PodDevices], *,
 # the cards change with every placement on the node, and a rule that reads `node.gpus` says so, so the
 # engine never caches its answer as if it depended on the task's spec and the node's fixed fields only.
 def requests_of(task: Any) -> tuple[gpu.DeviceRequest, ...]:
-    """A task's vGPU requests. The snapshot keeps the pod's container limits summed, so a pod is one
-    container here (exact for pods with one GPU container)."""
+    """A task's vGPU requests, one per container that names vgpu-number or vgpu-memory, in container order
+    (Volcano's resourcereqs): the snapshot keeps each container's limits apart (`gpu.container_limit_key`).
+    A container asking 0 cards keeps its place, with nums 0, so that its segment stays where it was."""
     limits = task.pod.vgpu_limits
-    return gpu.pod_requests([limits]) if limits else ()
+    return gpu.pod_requests(gpu.split_container_limits(limits)) if limits else ()
 
 
 def answer(task: Any, cards: CardSource | None, policy: str) -> Assignment | Unfit:
     """The card assignment for the task on these cards now, memoised until the cards change."""
     requests = requests_of(task)
-    if not requests:
+    if not gpu.asks_for_cards(requests):
         return Assignment(())
     if cards is None:
         return Unfit(NO_DEVICES)
@@ -245,11 +255,12 @@ def answer(task: Any, cards: CardSource | None, policy: str) -> Assignment | Unf
 
 
 def vgpu_requested(task: Any) -> bool:
-    return bool(requests_of(task))
+    """The pod asks for at least one card (a pod whose containers all ask 0 cards is not a GPU pod)."""
+    return gpu.asks_for_cards(requests_of(task))
 
 
 def vgpu_fits(task: Any, cards: CardSource | None, policy: str) -> bool:
-    if not requests_of(task):
+    if not vgpu_requested(task):
         return True
     if cards is not None:
         cards.note_policy(task.uid, policy)  # a placement on this node takes the cards this policy picks

@@ -279,6 +279,8 @@ class _Lowerer:
         if fn is not None and fn.params is not None:
             params = tuple(f"{fn.name}.{b.name}" for b in fn.params)
             return ir.CallUser(self.module.name, fn.name, params, tuple(args))
+        if e.func == "now" and not args:
+            return ir.Var("$now")  # the session clock (builtins.FUNCTIONS["now"])
         if e.func not in self.fns:
             self.diags.append(Diagnostic("compile.unknown-function", f"unknown function '{e.func}'", e.span))
             return ir.Const(None)

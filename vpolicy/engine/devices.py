@@ -12,12 +12,16 @@ predicate was evaluated with for that task on that node (noted by the `vgpu_fits
 placement takes exactly the cards its predicate saw. A task placed where no deviceshare predicate ran
 (the plugin off) holds no cards and gets no annotations, as in Volcano.
 
+Two things of Volcano's NewGPUDevices / decodeNodeDevices are read here, at session open: the node's
+`volcano.sh/node-vgpu-handshake` (kept on `NodeGpus` for deviceshare's `handshake` rule, which needs the
+session clock), and a MIG card whose model has no MIG table, which Volcano shares as hami-core.
+
 At the end of the session, `annotations` gives the pod annotations the scheduler writes before binding
 (the decision document's `annotations`, DESIGN §4), for the pods dispatched to bind.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Mapping
 
 from vpolicy.compile import devices
@@ -35,11 +39,21 @@ _PLACING = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED})
 
 
 class NodeGpus:
-    """One node's cards as the session sees them now; the `CardSource` the DSL built-ins read."""
+    """One node's cards as the session sees them now; the `CardSource` the DSL built-ins read.
 
-    def __init__(self, name: str, inventory: gpu.Inventory, layouts: Mapping[str, int | None]):
+    `handshake`, `handshake_state` and `handshake_at` are `volcano.sh/node-vgpu-handshake` as the
+    deviceshare policy reads it (`node.gpus.handshake_state`): the text, its state (Reported, Requesting,
+    Deleted, "" when absent or unknown) and its time in epoch seconds (0 when it is not a time: Go's
+    time.Parse then gives the zero time, which Volcano's 60 s test finds stale)."""
+
+    def __init__(self, name: str, inventory: gpu.Inventory, layouts: Mapping[str, int | None], *,
+                 handshake: str = ""):
         self.name = name
         self.inventory = inventory
+        parsed = gpu.parse_handshake(handshake)
+        self.handshake = handshake
+        self.handshake_state = parsed.state if parsed else ""
+        self.handshake_at = (gpu.handshake_epoch(parsed) or 0.0) if parsed else 0.0
         self._states = {c.uuid: devices.CardState(c, layout=layouts.get(c.uuid)) for c in inventory.cards}
         self.memo: dict[tuple[str, str], devices.Assignment | devices.Unfit] = {}
         self.policies: dict[str, str] = {}  # task uid -> the card policy its predicate used here
@@ -91,9 +105,10 @@ class DeviceLedger:
             text = node.spec.annotations.get(gpu.NODE_REGISTER)
             if text is None:
                 continue
-            inventory = gpu.parse_inventory(text)
+            inventory = untabled_mig_as_hami_core(gpu.parse_inventory(text))
             problems = list(inventory.problems)
-            cards = NodeGpus(node.name, inventory, _layouts(node.spec.annotations, inventory))
+            cards = NodeGpus(node.name, inventory, _layouts(node.spec.annotations, inventory),
+                             handshake=node.spec.annotations.get(gpu.NODE_HANDSHAKE, ""))
             for task in node.tasks:
                 try:
                     pod = pod_devices(task.pod)
@@ -128,7 +143,7 @@ class DeviceLedger:
             self.holdings[task.uid] = back
             return
         cards = self.nodes.get(task.node_name)
-        if cards is None or task.status not in _PLACING or not devices.requests_of(task):
+        if cards is None or task.status not in _PLACING or not devices.vgpu_requested(task):
             return
         policy = cards.policies.get(task.uid)
         if policy is None:
@@ -170,6 +185,19 @@ def pod_devices(pod: Pod) -> gpu.PodDevices:
     text = pod.annotations.get(gpu.IDS_NEW) or pod.annotations.get(gpu.DEVICES_TO_ALLOCATE) or ""
     found = gpu.decode_pod_devices(text) if text.strip() else ()
     return found if any(found) else ()
+
+
+def untabled_mig_as_hami_core(inventory: gpu.Inventory) -> gpu.Inventory:
+    """The inventory with every MIG card whose model has no MIG table (A30, A800, ...) turned hami-core,
+    with a problem naming it: Volcano's decodeNodeDevices falls back to hami-core sharing when it finds no
+    geometry for the card type, rather than leaving the card unusable."""
+    untabled = [c for c in inventory.cards if c.mode == gpu.MODE_MIG and gpu.mig_model_for(c.type) is None]
+    if not untabled:
+        return inventory
+    cards = tuple(replace(c, mode=gpu.MODE_HAMI_CORE) if c in untabled else c for c in inventory.cards)
+    problems = tuple(f"card {c.uuid} ({c.type}) is in mig mode but has no known MIG table: shared as hami-core, "
+                     "as Volcano does" for c in untabled)
+    return gpu.Inventory(cards, inventory.problems + problems)
 
 
 def _layouts(annotations: Mapping[str, str], inventory: gpu.Inventory) -> dict[str, int | None]:

@@ -9,6 +9,8 @@ applied here once, so every consumer of the snapshot agrees (reference §1, §13
   container (sidecars, `restartPolicy: Always`, add to both sides), plus `pods: 1`;
 - task status comes from phase, nodeName and deletionTimestamp; a pod without `status.phase` is
   Pending, as the API server would have made it;
+- a pod's vGPU limits stay per container (`gpu.container_limit_key`), as Volcano's resourcereqs reads
+  them: one device request per container, never their sum;
 - task priority is `spec.priority`, else the value of a known `priorityClassName` (what the
   Priority admission plugin writes), else 1; `volcano.sh/task-priority` overrides it;
 - a node with no conditions at all is Ready (hand-written dumps omit them).
@@ -25,7 +27,7 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.scalarstring import LiteralScalarString
 
 from vpolicy.load.fields import View
-from vpolicy.model import resources, snapshot
+from vpolicy.model import gpu, resources, snapshot
 from vpolicy.model.resources import Resources
 from vpolicy.source import Span
 
@@ -151,13 +153,13 @@ def read_pod_spec(spec: View | None) -> PodSpec:
     containers = spec.mappings("containers")
     total: dict[str, int] = {}
     vgpu: dict[str, int] = {}
-    for container in containers:
+    for index, container in enumerate(containers):
         request, limits = _container_request(container)
         _add(total, request)
         for key in VGPU_KEYS:
             amount = limits.plain_quantity(key) if limits else None
             if amount is not None:
-                vgpu[key] = vgpu.get(key, 0) + amount
+                vgpu[gpu.container_limit_key(index, key)] = amount
     _add(total, spec.quantities("overhead") or {})  # Volcano adds overhead before the init-container max
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}

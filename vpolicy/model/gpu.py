@@ -18,8 +18,10 @@ It does not choose cards (`vpolicy.compile.devices` does), track usage in a sess
 """
 from __future__ import annotations
 
+import calendar
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
@@ -66,7 +68,14 @@ DEVICE_TYPE = "NVIDIA"  # the request type; a card matches when its registered t
 DEFAULT_SPLIT = 10  # deviceSplitCount: containers that may share one card
 UNSET_PERCENTAGE = 101  # Volcano's "no memory percentage given"
 
-_MIG_ID = re.compile(r"^(?P<uuid>[^\[\],:;]+)\[(?P<group>\d+)-(?P<position>\d+)\]$")
+# `<uuid>[<group>-<position>]`: vpolicy writes the geometry's index as the group, Volcano (encodeMIGID
+# "%s[%s-%d]") the geometry's name from its knownMigGeometries config (`group1`); its decodeMIGID splits
+# the bracket on "-", so a group name never holds one.
+_MIG_ID = re.compile(r"^(?P<uuid>[^\[\],:;]+)\[(?P<group>[^\[\]\-,:;]+)-(?P<position>\d+)\]$")
+# The geometry of a MIG id whose group is a name (Volcano's): vpolicy cannot tell which of its model's
+# geometries the operator's config calls that, so the card's cut is unknown to it.
+UNKNOWN_GEOMETRY = -1
+HANDSHAKE_TIME_FORMAT = "%Y.%m.%d %H:%M:%S"  # Go's "2006.01.02 15:04:05", read as UTC as time.Parse does
 
 
 class ProtocolError(ValueError):
@@ -144,13 +153,13 @@ class DeviceRequest:
 
 def container_request(limits: Mapping[str, int]) -> DeviceRequest | None:
     """Volcano's resourcereqs for one container's `resources.limits`: no vgpu-number and no vgpu-memory
-    means no GPU; memory alone means one card; neither memory nor percentage means the whole card."""
+    means no request; memory alone means one card; neither memory nor percentage means the whole card.
+    `vgpu-number: 0` is a request for no card (nums 0): Volcano keeps it so that the container keeps its
+    (empty) segment in the pod's device annotations, but it asks for no GPU."""
     number, memory = limits.get(VGPU_NUMBER), limits.get(VGPU_MEMORY)
     if number is None and memory is None:
         return None
-    nums = 1 if number is None else int(number)
-    if nums <= 0:
-        return None
+    nums = max(0, 1 if number is None else int(number))
     percentage = int(limits.get(VGPU_MEMORY_PERCENTAGE, UNSET_PERCENTAGE))
     if percentage == UNSET_PERCENTAGE and not memory:
         percentage = 100
@@ -158,8 +167,33 @@ def container_request(limits: Mapping[str, int]) -> DeviceRequest | None:
 
 
 def pod_requests(containers: Sequence[Mapping[str, int]]) -> tuple[DeviceRequest, ...]:
-    """The requests of a pod's containers, in order; containers without a GPU ask are left out."""
+    """The requests of a pod's containers, in order, one per container that names vgpu-number or
+    vgpu-memory (Volcano's resourcereqs; its nums may be 0); other containers are left out."""
     return tuple(r for r in (container_request(c) for c in containers) if r is not None)
+
+
+def asks_for_cards(requests: Sequence[DeviceRequest]) -> bool:
+    """At least one container asks for a card: a pod (or container) asking 0 cards is not a GPU one."""
+    return any(r.nums > 0 for r in requests)
+
+
+def container_limit_key(index: int, resource: str) -> str:
+    """`<container index>:<resource>`, the key under which a pod's snapshot keeps one container's vGPU limit
+    (`snapshot.Pod.vgpu_limits`), so that the containers' asks stay apart as Volcano reads them."""
+    return f"{index}:{resource}"
+
+
+def split_container_limits(limits: Mapping[str, int]) -> tuple[dict[str, int], ...]:
+    """The per-container limits that `container_limit_key` keys hold, in container order. Keys without a
+    container index (a pod built by hand with the plain resource names) are one container."""
+    containers: dict[int, dict[str, int]] = {}
+    for key, amount in limits.items():
+        index, sep, resource = key.partition(":")
+        if sep and index.isdigit():
+            containers.setdefault(int(index), {})[resource] = amount
+        else:
+            containers.setdefault(-1, {})[key] = amount
+    return tuple(containers[i] for i in sorted(containers))
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,10 +279,14 @@ def mig_id(uuid: str, group: int, position: int) -> str:
 
 
 def parse_mig_id(device_id: str) -> tuple[str, int, int] | None:
+    """(card UUID, geometry index, position) of a MIG device id, None for a whole card. Volcano's ids name
+    the geometry (`GPU-1[group1-0]`): the geometry is then `UNKNOWN_GEOMETRY`, but the id still says the
+    card holds an instance, which is what keeps its usage counted."""
     match = _MIG_ID.match(device_id)
     if match is None:
         return None
-    return match["uuid"], int(match["group"]), int(match["position"])
+    group = match["group"]
+    return match["uuid"], int(group) if group.isdigit() else UNKNOWN_GEOMETRY, int(match["position"])
 
 
 # MIG ------------------------------------------------------------------------------------------------------
@@ -335,25 +373,36 @@ def _model(name: str, names: tuple[str, str, str, str], memory: tuple[int, int, 
                     tuple(MigGeometry(tuple((p.name, n) for p, n in shape)) for shape in shapes))
 
 
-# Memory sizes in MiB: A100 values are NVML's (A100-80GB as Volcano's Helm chart lists them); H100-80GB
-# and H200 are the nominal size in decimal GB expressed in MiB, rounded down, so that a request that fits
-# the table always fits the real instance (check with scripts/gpu_check.py on the node).
+# Memory sizes in MiB: A100 values are NVML's (A100-80GB as Volcano's Helm chart lists them); the others
+# are the nominal size in decimal GB expressed in MiB, rounded down, so that a request that fits the table
+# always fits the real instance (check with scripts/gpu_check.py on the node). Profile names are HAMi's
+# allowlist (kubernetes-and-gpu.md §8.6): H100-94GB (H100 NVL) 1g.12gb..7g.94gb, H20 and GH200 (96 GB)
+# 1g.12gb..7g.96gb, H200 1g.18gb..7g.141gb.
 MIG_MODELS: tuple[MigModel, ...] = (
     _model("A100-40GB", ("1g.5gb", "2g.10gb", "3g.20gb", "7g.40gb"), (4864, 9984, 20096, 40192)),
     _model("A100-80GB", ("1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"), (9728, 19968, 40192, 80896)),
     _model("H100-80GB", ("1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"), (9536, 19073, 38146, 76293)),
+    _model("H100-94GB", ("1g.12gb", "2g.24gb", "3g.47gb", "7g.94gb"), (11444, 22888, 44822, 89645)),
+    _model("H20", ("1g.12gb", "2g.24gb", "3g.48gb", "7g.96gb"), (11444, 22888, 45776, 91552)),
+    _model("GH200", ("1g.12gb", "2g.24gb", "3g.48gb", "7g.96gb"), (11444, 22888, 45776, 91552)),
     _model("H200", ("1g.18gb", "2g.35gb", "3g.71gb", "7g.141gb"), (17166, 33378, 67710, 134468)),
 )
 
 
 def mig_model_for(card_type: str) -> MigModel | None:
-    """The MIG table for a registered card type (`NVIDIA-NVIDIA H200`, `NVIDIA-NVIDIA A100-SXM4-80GB`, ...)."""
+    """The MIG table for a registered card type (`NVIDIA-NVIDIA H200`, `NVIDIA-NVIDIA GH200 480GB`, ...),
+    None for a card vpolicy knows no table for (A30, A800, GH200 144G, ...). The names nest ("GH200"
+    holds "H200", which holds "H20"), so the longer names are tried first."""
     kind = card_type.upper().replace(" ", "-")
     by_name = {m.name: m for m in MIG_MODELS}
+    if "GH200" in kind:
+        return None if "144G" in kind else by_name["GH200"]  # GH200 144G HBM3e has other profiles
     if "H200" in kind:
         return by_name["H200"]
-    if "H100" in kind and "94GB" not in kind and "NVL" not in kind:
-        return by_name["H100-80GB"]
+    if "H20" in kind:
+        return by_name["H20"]
+    if "H100" in kind:
+        return by_name["H100-94GB" if "94GB" in kind or "NVL" in kind else "H100-80GB"]
     if "A100" in kind:
         return by_name["A100-80GB" if "80GB" in kind else "A100-40GB"]
     return None
@@ -449,6 +498,15 @@ class Handshake:
 
     def encode(self) -> str:
         return f"Reported {self.time}" if self.state == "Reported" else f"{self.state}_{self.time}"
+
+
+def handshake_epoch(handshake: Handshake) -> float | None:
+    """The handshake's time as epoch seconds (UTC, as Go's time.Parse reads the zone-less text), None when
+    it is not a time."""
+    try:
+        return float(calendar.timegm(time.strptime(handshake.time.strip(), HANDSHAKE_TIME_FORMAT)))
+    except ValueError:
+        return None
 
 
 def parse_handshake(text: str) -> Handshake | None:
