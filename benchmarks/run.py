@@ -156,7 +156,7 @@ def decision_metrics(snapshot: ClusterSnapshot, document: Mapping[str, Any]) -> 
 
 def validate_document(snapshot: ClusterSnapshot, document: Mapping[str, Any], policy: CompiledPolicy) -> list[Any]:
     """The independent validator's violations (`vpolicy.engine.validate`, which shares no engine code)."""
-    return list(validate.validate(snapshot, document, conf_actions=policy.actions))
+    return list(validate.validate(snapshot, document, policy=policy))
 
 
 def run_benchmark(size: gen.Size, workload: str, *, modes: Sequence[str], runs: int = 5, seed: int = 1,

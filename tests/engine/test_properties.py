@@ -95,7 +95,7 @@ def decide(snap: ClusterSnapshot, setup: Setup) -> dict[str, object]:
 
 def violations(snap: ClusterSnapshot, setup: Setup, *families: str) -> list[Violation]:
     """What the validator reports for this session, limited to codes of the given families."""
-    found = validate(snap, decide(snap, setup), conf_actions=setup.policy.actions, priority_victims=True)
+    found = validate(snap, decide(snap, setup), policy=setup.policy, priority_victims=True)
     return [v for v in found if not families or v.code.split(".")[0] in families]
 
 

@@ -9,7 +9,10 @@ import pytest
 
 from tests.engine import build
 from tests.engine.build import GIB, document, eviction, node, pod, podgroup, queue, running, snapshot
+from vpolicy.engine.session import run_session
 from vpolicy.engine.validate import Violation, codes, validate
+from vpolicy.harness.policy import from_conf
+from vpolicy.load.conf import default_conf_text, parse_conf_text
 from vpolicy.model.resources import Resources
 from vpolicy.model.snapshot import ClusterSnapshot, Pod, PodGroupPhase, PriorityClass, TaskStatus
 
@@ -131,6 +134,36 @@ def test_gangs_are_placed_all_or_nothing(world: ClusterSnapshot, doc: dict[str, 
 def test_the_gang_check_can_be_switched_off() -> None:
     doc = document(binds={"pg-0": "n0"}, unschedulable={"pg-1": ["x"], "pg-2": ["x"]})
     assert validate(_gang(3), doc, gang=False) == []
+
+
+NO_GANG_CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+- plugins:
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+@pytest.mark.parametrize("conf_text, engine_binds, expected", [
+    pytest.param(NO_GANG_CONF, 2, [], id="conf-without-gang-binds-tasks-one-by-one"),
+    pytest.param(default_conf_text(), 0, ["gang.bound-below-min-member"], id="volcano-default-conf-has-gang"),
+])
+def test_the_policy_says_whether_gang_is_in_force(conf_text: str, engine_binds: int, expected: list[str]) -> None:
+    """The engine's own output under a conf without gang binds what fits, below minMember: the policy
+    the session ran tells the validator so, without a `gang=False` every caller must remember."""
+    policy = from_conf(parse_conf_text(conf_text, file="test.conf"))
+    world = snapshot(nodes=[node("n0", cpu=2000, memory=8 * GIB)], podgroups=[podgroup("pg", min_member=3)],
+                     pods=[pod("pg-0", "pg"), pod("pg-1", "pg"), pod("pg-2", "pg")])
+    doc = run_session(world, policy, solver_budget_s=0).decisions.to_document()
+    binds = doc["binds"]
+    assert isinstance(binds, dict) and len(binds) == engine_binds  # 2 cpu: two of the three 1-cpu pods
+    assert codes(validate(world, doc, policy=policy)) == []
+    half_bound = document(binds={"pg-0": "n0", "pg-1": "n0"}, unschedulable={"pg-2": ["full"]})
+    assert codes(validate(world, half_bound, policy=policy)) == expected
 
 
 # Queues ----------------------------------------------------------------------------------------------
@@ -275,6 +308,19 @@ def test_evictions_come_only_from_configured_actions(conf_actions: tuple[str, ..
                                                      expected: list[str]) -> None:
     doc = document(pipelined=PIPELINED, evictions=[eviction("old-0", "preempt", "new")])
     assert codes(validate(_contest(), doc, conf_actions=conf_actions)) == expected
+
+
+@pytest.mark.parametrize("world, expected", [
+    pytest.param(_contest(victim_status=TaskStatus.RELEASING),
+                 ["eviction.action-not-configured", "eviction.not-running"], id="releasing-victim"),
+    pytest.param(_contest(victim_queue="q1", preemptable=False),
+                 ["eviction.action-not-configured", "eviction.not-preemptable", "preempt.cross-queue"],
+                 id="unpreemptable-victim-of-another-queue"),
+])
+def test_an_unconfigured_action_does_not_hide_the_victims_other_problems(world: ClusterSnapshot,
+                                                                         expected: list[str]) -> None:
+    doc = document(pipelined=PIPELINED, evictions=[eviction("old-0", "preempt", "new")])
+    assert codes(validate(world, doc, conf_actions=("enqueue", "allocate"))) == expected
 
 
 # Reasons ---------------------------------------------------------------------------------------------

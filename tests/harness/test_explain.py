@@ -102,7 +102,7 @@ def test_pending_gang_names_the_gang_the_taint_and_the_full_node(gang_cluster: s
     assert core(e) == [
         ("gang.ready", "policies/volcano/gang.vpol:40",
          "minAvailable 2: 0 ready, 0 pipelined; 2 more must be placed together"),
-        ("predicates.taints_tolerated", "policies/volcano/predicates.vpol:19",
+        ("predicates.taints_tolerated", "policies/volcano/predicates.vpol:22",
          "node(s) had untolerated taint on node n2"),
         ("engine.node-capacity", "<engine>", "node n1: free cpu 2, memory 4Gi, room for 1 such task"),
     ]
@@ -266,6 +266,57 @@ def test_running_job_to_wait_for_is_named(tmp_path: Path) -> None:
     e = explain.explain([path], "ns/next-p-0")
     kinds = {f.kind: f for f in e.fixes}
     assert kinds["wait"].text == "wait for ns/busy to end (ns/busy: 1 pod on n1)"
+
+
+NO_EVICTION_CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: predicates
+  - name: nodeorder
+"""
+
+
+@pytest.mark.parametrize("conf_text, kind, text, cost", [
+    pytest.param(PREEMPT_CONF, "preempt",
+                 "preempt lower-priority ns/busy (ns/busy priority 10 < 1000; ns/busy: 1 pod on n1)", 0.5,
+                 id="conf-with-preempt"),
+    pytest.param(NO_EVICTION_CONF, "stop",
+                 "stop or delete lower-priority ns/busy (this policy's actions do not preempt; ns/busy priority 10 "
+                 "< 1000; ns/busy: 1 pod on n1)", 0.25, id="conf-without-preempt-or-reclaim"),
+])
+def test_ending_a_lower_priority_job_is_worded_as_who_can_do_it(tmp_path: Path, conf_text: str, kind: str,
+                                                                  text: str, cost: float) -> None:
+    """ns/busy (low priority) fills n1 from another queue, so even a configured preempt (inside one
+    queue) leaves ns/next pending; without preempt or reclaim, only a person can end ns/busy."""
+    path = write(tmp_path, PRIORITIES, node("n1", "1"), QUEUE.format(name="qa"), QUEUE.format(name="qb"),
+                 group("busy", 1, queue="qb", phase="Running", extra=", priorityClassName: low"),
+                 pod("busy-p-0", "busy", "1", node_name="n1"),
+                 group("next", 1, queue="qa", extra=", priorityClassName: high"), pod("next-p-0", "next", "1"))
+    conf = tmp_path / "scheduler.conf"
+    conf.write_text(conf_text, encoding="utf-8")
+    e = explain.explain([path], "ns/next-p-0", conf=str(conf))
+    assert e.status == "pending"
+    ending = [f for f in e.fixes if f.change.get("jobs") == ["ns/busy"]]
+    assert [(f.kind, f.text, f.cost) for f in ending] == [(kind, text, cost)]
+    snapshot = load_cluster([path])
+    after = run_session(explain_fix.apply(snapshot, ending[0]), policies.resolve(snapshot, conf=str(conf)),
+                        solver_budget_s=0).decisions
+    assert "ns/next-p-0" in after.binds
+
+
+def test_a_request_fix_for_a_podgroup_still_pending_is_the_largest_that_runs(tmp_path: Path) -> None:
+    """Volcano's default conf cannot evict, so the solver prunes the request search on the session's
+    opening state; there the podgroup is enqueued first, as enqueue would, not gated as "not enqueued"
+    (which made every ceiling hopeless and stopped the search at its first 100m step)."""
+    path = write(tmp_path, node("n1", "3"), group("pg", 1, phase="Pending"), pod("pg-0", "pg", "4"))
+    e = explain.explain([path], "ns/pg-0")
+    assert e.cheapest is not None
+    assert e.cheapest.text == "request cpu 3 instead of 4 per pod (ns/pg-0)"
 
 
 def test_unknown_target_is_bad_input_with_a_suggestion(gang_cluster: str) -> None:

@@ -94,9 +94,19 @@ def _task_classes(pending: list[TaskInfo], groups: list[list[NodeInfo]], runtime
     return out
 
 
-def describe(verdict: Verdict, job: JobInfo) -> str:
-    if verdict.feasible:
-        return (f"a placement of {job.min_available} tasks exists on the free resources (solver); "
-                "Volcano's greedy allocation did not find it this session")
-    return (f"no placement of {job.min_available} tasks exists on the free resources (proved by the solver; "
-            f"conflicting: {', '.join(verdict.core)})")
+def describe(verdict: Verdict, job: JobInfo, *, held_by: str = "") -> str:
+    """The solver's note for the pods of `job`, after their own reason.
+
+    The check encodes only node capacity, predicates and gang size, so a feasible verdict says that
+    the free resources could hold the gang, nothing more. It blames Volcano's greedy order only when
+    no job-level reason (`held_by`: not enqueued, invalid, its queue overused or full) kept the job
+    from being tried; otherwise that reason is what holds it. An infeasible verdict is a proof whatever
+    held the job: no placement exists on the free resources."""
+    if not verdict.feasible:
+        return (f"no placement of {job.min_available} tasks exists on the free resources (proved by the solver; "
+                f"conflicting: {', '.join(verdict.core)})")
+    if held_by:
+        return (f"the nodes' free resources could hold {job.min_available} tasks (solver): what holds it is "
+                f"its job's reason: {held_by}")
+    return (f"a placement of {job.min_available} tasks exists on the free resources (solver); "
+            "Volcano's greedy allocation did not find it this session")

@@ -110,7 +110,8 @@ def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: floa
     t0 = time.perf_counter()
     if solver_budget_s > 0:
         for verdict in check_unplaced_gangs(state, runtime, backend, budget_s=solver_budget_s):
-            ctx.solver_notes[verdict.job] = describe(verdict, state.jobs[verdict.job])
+            job = state.jobs[verdict.job]
+            ctx.solver_notes[verdict.job] = describe(verdict, job, held_by=_job_hold(ctx, job))
     solver_ms = round((time.perf_counter() - t0) * 1000, 3)
     decisions = close_session(ctx)
     decisions.annotations.update(state.devices.annotations(state.tasks, decisions.binds, now=now))
@@ -196,6 +197,17 @@ def _orphan_reasons(state: SessionState, d: Decisions) -> None:
             d.unschedulable[pod.key] = [f"podgroup {pod.namespace}/{pod.group} does not exist"]
         elif pg.queue not in state.queues:
             d.unschedulable[pod.key] = [f"queue {pg.queue!r} of podgroup {pg.key} does not exist"]
+
+
+def _job_hold(ctx: ActionContext, job: JobInfo) -> str:
+    """The job-level reason that kept `job` out of allocation this session ("" when none): what the
+    actions recorded (not enqueued, invalid, queue overused or full), or a podgroup still Pending. The
+    solver's feasibility check encodes none of these, so its note must not blame the greedy order."""
+    if ctx.job_reasons.get(job.key):
+        return ctx.job_reasons[job.key]
+    if job.phase == PodGroupPhase.PENDING.value:
+        return "podgroup is Pending: not enqueued"
+    return ""
 
 
 def _reasons(ctx: ActionContext, job: JobInfo, uid: str, gang_message: str) -> list[str]:

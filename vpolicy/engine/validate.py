@@ -5,7 +5,8 @@ correct session must respect, whatever its policy: placements target Pending pod
 node holds more than it can, a bound gang reaches its minMember, no queue grows above its capability,
 evictions follow Volcano's preempt/reclaim rules, and every pod left Pending says why. It shares no
 code with the engine (no rules, no session state), so a bug in one is not silently repeated in the
-other. The document is the JSON-shaped dict of `Decisions.to_document()` (DESIGN §4).
+other; of the policy it reads only the configured actions and whether gang is in force (`PolicyView`),
+never a rule's answer. The document is the JSON-shaped dict of `Decisions.to_document()` (DESIGN §4).
 
 Accounting follows the reference (§1): a pod occupies its node while Bound, Binding, Running, Allocated
 or Releasing. An eviction turns a victim into Releasing, so it keeps its resources until it is gone:
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Collection, Iterable, Mapping
+from typing import Collection, Iterable, Mapping, Protocol, Sequence
 
 from vpolicy.model.resources import CPU, MEMORY, PODS, Resources, total
 from vpolicy.model.snapshot import (
@@ -39,6 +40,23 @@ _ON_NODE = ALLOCATED_STATUSES | {TaskStatus.RELEASING}
 _PREEMPT_VICTIM = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 _RECLAIM_VICTIM = frozenset({TaskStatus.RUNNING})
 EVICTION_ACTIONS = frozenset({"preempt", "reclaim", "shuffle"})
+
+
+class PluginView(Protocol):
+    """What the validator reads of one plugin of a policy (`engine.runtime.PluginInstance` is one)."""
+
+    def rules(self, callback: str) -> Sequence[object]: ...
+
+
+class PolicyView(Protocol):
+    """What the validator reads of a policy (`engine.session.CompiledPolicy` is one): its actions, and
+    which callbacks its enabled plugins define. Read, never run: no rule is evaluated here."""
+
+    @property
+    def actions(self) -> Sequence[str]: ...
+
+    @property
+    def tiers(self) -> Sequence[Sequence[PluginView]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,18 +123,25 @@ class _World:
         return pod.scheduler_name in self.schedulers
 
 
-def validate(snapshot: ClusterSnapshot, document: Mapping[str, object], *,
-             conf_actions: Collection[str] | None = None, gang: bool = True,
+def validate(snapshot: ClusterSnapshot, document: Mapping[str, object], *, policy: PolicyView | None = None,
+             conf_actions: Collection[str] | None = None, gang: bool | None = None,
              priority_victims: bool = False, scheduler_names: Collection[str] = ("volcano",)) -> list[Violation]:
     """Every invariant `document` breaks for `snapshot`, in check order; [] when it is sound.
 
-    `conf_actions`: the configured actions; an eviction by an action not among them is a violation
-    (None: any of preempt, reclaim, shuffle). `gang`: check gang all-or-nothing (the gang plugin is on).
+    `policy`: the policy the session ran; it says which actions are configured and whether gang is in
+    force (see `gang_in_force`), so pass it whenever it is at hand. `conf_actions` and `gang` override
+    what it says, and stand alone without it: `conf_actions`, the configured actions, an eviction by
+    an action not among them is a violation (None and no policy: any of preempt, reclaim, shuffle);
+    `gang`, check gang all-or-nothing (None and no policy: checked).
     `priority_victims`: a preempt victim from another job must have a lower job priority than the
     preemptor's job (true when the priority plugin alone decides preempt victims, as with the Helm tiers).
     `scheduler_names`: the schedulerNames the session acts for (a pod with none written counts as ours);
     other schedulers' pods are never placed and need no reason, but still take node resources.
     """
+    if conf_actions is None and policy is not None:
+        conf_actions = policy.actions
+    if gang is None:
+        gang = gang_in_force(policy) if policy is not None else True
     world = _World.of(snapshot, scheduler_names)
     decided = _read(document)
     found: list[Violation] = []
@@ -128,6 +153,13 @@ def validate(snapshot: ClusterSnapshot, document: Mapping[str, object], *,
     found += _check_queues(world, decided)
     found += _check_reasons(world, decided)
     return found
+
+
+def gang_in_force(policy: PolicyView) -> bool:
+    """Whether `policy` keeps gangs all-or-nothing: some enabled plugin defines `job_ready` (Volcano's
+    gang plugin, unless its enableJobReady is off). Without one every job counts as ready at once and
+    each task is bound on its own, so a gang bound below minMember is the policy, not a bug."""
+    return any(plugin.rules("job_ready") for tier in policy.tiers for plugin in tier)
 
 
 # Placements ------------------------------------------------------------------------------------------
@@ -208,14 +240,17 @@ def _check_evictions(world: _World, decided: _Decided, *, conf_actions: Collecti
 
 def _eviction_problems(world: _World, decided: _Decided, eviction: Mapping[str, str], allowed: Collection[str],
                        priority_victims: bool) -> list[Violation]:
+    """Every problem of one eviction: an action not configured does not hide what else is wrong with
+    the victim; an action the validator does not know is checked only for what any eviction needs."""
     key, action, for_job = eviction.get("pod", ""), eviction.get("action", ""), eviction.get("for", "")
+    found: list[Violation] = []
     if action not in allowed:
-        return [Violation("eviction.action-not-configured",
-                          f"pod {key} is evicted by action '{action}', which is not one of {sorted(allowed)}", key)]
+        found.append(Violation("eviction.action-not-configured",
+                               f"pod {key} is evicted by action '{action}', which is not one of {sorted(allowed)}",
+                               key))
     victim = world.pods.get(key)
     if victim is None:
-        return [Violation("eviction.unknown-pod", f"evicted pod {key} is not in the snapshot", key)]
-    found: list[Violation] = []
+        return found + [Violation("eviction.unknown-pod", f"evicted pod {key} is not in the snapshot", key)]
     statuses = _RECLAIM_VICTIM if action == "reclaim" else _PREEMPT_VICTIM
     if victim.status not in statuses or victim.node_name not in world.nodes:
         wanted = " or ".join(sorted(s.value for s in statuses))
@@ -239,7 +274,7 @@ def _eviction_problems(world: _World, decided: _Decided, eviction: Mapping[str, 
                                f"is pipelined onto {victim.node_name}", key))
     if action == "preempt":
         found += _preempt_problems(world, key, victim_pg, preemptor_pg, priority_victims)
-    else:
+    elif action == "reclaim":
         found += _reclaim_problems(world, key, victim_pg, preemptor_pg)
     return found
 

@@ -276,12 +276,7 @@ def _explain_podgroup(snapshot: ClusterSnapshot, compiled: CompiledPolicy, recor
     placed = [t.key for t in job.tasks if t.key in doc.binds or t.key in doc.pipelined]
     pending = [t for t in job.tasks if t.status is TaskStatus.PENDING and not t.best_effort]
     if not job.tasks:
-        deferred = [p.key for p in snapshot.deferred_pods if p.group == pg.name and p.namespace == pg.namespace]
-        text = f"{key} has no pods yet (phase {phase})"
-        if deferred:
-            text += (f": its Volcano Job's {len(deferred)} pods are created by the job controller once the PodGroup "
-                     "leaves Pending, and scheduled in a later session")
-        return Explanation(key, "podgroup", "no-pods", text)
+        return _explain_podless(snapshot, compiled, result, job, phase, now=now, fixes=fixes, budget=budget)
     if not pending or job.ready_count + job.pipelined_count >= job.min_available:
         out = Explanation(key, "podgroup", "bound" if placed else "running",
                           f"{key} is {phase}: {job.ready_count} ready, {job.pipelined_count} pipelined of "
@@ -294,6 +289,30 @@ def _explain_podgroup(snapshot: ClusterSnapshot, compiled: CompiledPolicy, recor
         return out
     out = _explain_pending(snapshot, compiled, result, job, None, now=now, fixes=fixes, budget=budget)
     out.summary = f"{key} is {phase}, {len(pending)} pods pending" + out.summary[len(f"{key} is pending"):]
+    return out
+
+
+def _explain_podless(snapshot: ClusterSnapshot, compiled: CompiledPolicy, result: SessionResult, job: JobInfo,
+                     phase: str, *, now: float, fixes: bool, budget: float) -> Explanation:
+    """A podgroup with no pods yet. When enqueue refused it this session, the rules that did, with their
+    numbers, and the cheapest change that gets it enqueued; the job controller's part stays a note."""
+    deferred = [p.key for p in snapshot.deferred_pods if f"{p.namespace}/{p.group}" == job.key]
+    created = (f"its Volcano Job's {len(deferred)} pods are created by the job controller once the PodGroup "
+               "leaves Pending, and scheduled in a later session") if deferred else ""
+    out = Explanation(job.key, "podgroup", "no-pods", f"{job.key} has no pods yet (phase {phase})")
+    out.analysis = explain_pending.enqueue_refusal(result, job.key)
+    if out.analysis is None:
+        out.summary += f": {created}" if created else ""
+        return out
+    out.summary += ": enqueue refused it in this session; these rules conflict"
+    out.volcano = [result.context.job_reasons[job.key]] if result.context.job_reasons.get(job.key) else []
+    if created:
+        out.notes.append(created)
+    if fixes:
+        t1 = time.perf_counter()
+        out.fixes, runs = explain_fix.search(snapshot, compiled, result, job.key, now=now, budget_s=budget)
+        out.timings["fix_ms"] = _ms(t1)
+        out.timings["engine_runs"] = float(runs)
     return out
 
 
@@ -314,29 +333,49 @@ def format_text(e: Explanation) -> str:
     for reason in e.volcano:
         lines.append(f"  Volcano: {reason}")
     if e.analysis is not None:
-        a = e.analysis
-        if a.verdict == "conflict":
-            lines.append("  conflicting rules (minimal unsat core):" if a.minimal else
-                         "  conflicting rules (unsat core; the solver could not show every one needed):")
-            width = max(len(i.location) for i in a.core)
-            for item in a.core:
-                lines.append(f"    {item.location.ljust(width)}  {item.rule}: {item.text}")
-        elif a.verdict == "fits":
-            lines.append("  the solver finds room: " + "; ".join(a.witness))
-        elif a.verdict == "unknown":
-            lines.append(f"  the solver gave up ({a.reason}); no conflict is claimed")
+        lines += _analysis_lines(e.analysis)
     if e.placement is not None and e.placement["rules"]:
         lines += _score_table(e.placement)
     for note in e.notes:
         lines.append(f"  {note}")
     if e.fixes:
         best = e.fixes[0]
-        lines.append(f"  cheapest fix: {best.text} (checked: the engine then places it)")
+        done = "enqueues it (its pods are created next)" if e.status == "no-pods" else "places it"
+        lines.append(f"  cheapest fix: {best.text} (checked: the engine then {done})")
         for other in e.fixes[1:]:
             lines.append(f"  other fix: {other.text}")
-    elif e.status == "pending":
+    elif "fix_ms" in e.timings:
         lines.append("  no fix found within the search budget")
     return "\n".join(lines) + "\n"
+
+
+def _analysis_lines(a: explain_pending.Analysis) -> list[str]:
+    """The solver's answer; for a job a gate closed, the gate's conflict first, then the other gates
+    that close it on their own, then what would block it once past them."""
+    lines = _verdict_lines(a, lead="")
+    if a.also:
+        lines.append("  also closing it on its own:")
+        lines += _item_lines(a.also)
+    if a.after is not None:
+        lines += _verdict_lines(a.after, lead="once past these gates, " if a.also else "once past that gate, ")
+    return lines
+
+
+def _verdict_lines(a: explain_pending.Analysis, *, lead: str) -> list[str]:
+    if a.verdict == "conflict":
+        head = ("conflicting rules (minimal unsat core):" if a.minimal else
+                "conflicting rules (unsat core; the solver could not show every one needed):")
+        return [f"  {lead}{head}", *_item_lines(a.core)]
+    if a.verdict == "fits":
+        return [f"  {lead}the solver finds room: " + "; ".join(a.witness)]
+    if a.verdict == "unknown":
+        return [f"  {lead}the solver gave up ({a.reason}); no conflict is claimed"]
+    return []
+
+
+def _item_lines(items: Sequence[explain_pending.CoreItem]) -> list[str]:
+    width = max(len(i.location) for i in items)
+    return [f"    {i.location.ljust(width)}  {i.rule}: {i.text}" for i in items]
 
 
 def _score_table(p: dict[str, object]) -> list[str]:

@@ -7,7 +7,14 @@ Candidates, each a small edit of the snapshot (`dataclasses.replace`, nothing el
 - `queue`: the job moved to another open leaf queue;
 - `capability`: a larger capability (on one resource) for the job's queue and the ancestors that cap it;
 - `wait`: named running jobs end (their pods leave the snapshot);
-- `preempt`: named running jobs of lower priority are evicted.
+- `preempt`: named running jobs of lower priority are evicted, when the policy has an evicting action
+  (preempt or reclaim);
+- `stop`: the same jobs ended by a person (stopped or deleted), when the policy has none: the scheduler
+  would never evict them, so the fix must not read as something it could do.
+
+A podgroup with no pods yet (a Volcano Job's, whose controller creates them once it is enqueued) is
+fixed when the engine enqueues it; only the changes enqueue reads can do that (queue, capability on its
+minResources, ending jobs, and minMember for a policy that reads it).
 
 The solver narrows the numeric searches: when no configured action can free resources (no preempt or
 reclaim), a job's best case is to be served first on the resources the session opens with, so a
@@ -33,18 +40,18 @@ from vpolicy.engine.statement import Outcome
 from vpolicy.harness import explain_pending, explain_render as render
 from vpolicy.model import snapshot as snap
 from vpolicy.model.decisions import Decisions
-from vpolicy.model.resources import CPU, MEMORY, PODS, Resources
-from vpolicy.model.snapshot import ALLOCATED_STATUSES, ClusterSnapshot, TaskStatus
+from vpolicy.model.resources import CPU, MEMORY, PODS, Resources, total
+from vpolicy.model.snapshot import ALLOCATED_STATUSES, ClusterSnapshot, PodGroupPhase, TaskStatus
 from vpolicy.solve.backend_z3 import Z3Backend
 
-_MAX_JOB_TRIES = 12  # single running jobs tried as "wait"/"preempt" fixes
+_MAX_JOB_TRIES = 12  # single running jobs tried as "wait"/"preempt"/"stop" fixes
 _MAX_QUEUE_TRIES = 10
 _STEP = {CPU: 100, MEMORY: 64 << 20}  # request search granularity: 100m cpu, 64Mi memory; others 1 unit
 
 
 @dataclass(frozen=True, slots=True)
 class Fix:
-    kind: str  # min-member | request | queue | capability | wait | preempt
+    kind: str  # min-member | request | queue | capability | wait | preempt | stop
     text: str
     cost: float
     change: dict[str, object]
@@ -69,18 +76,25 @@ class Search:
     _initial: SessionResult | None = None
 
     @property
+    def evicts(self) -> bool:
+        """Whether the policy has an action that evicts running pods (preempt, reclaim)."""
+        return bool({"preempt", "reclaim"} & set(self.policy.actions))
+
+    @property
     def prunes(self) -> bool:
-        """The solver may rule candidates out only when no action can free resources (preempt, reclaim):
+        """The solver may rule candidates out only when no action can free resources (see `evicts`):
         then the job's best case is to be served first, on the free resources the session opens with."""
-        return not ({"preempt", "reclaim"} & set(self.policy.actions))
+        return not self.evicts
 
     def initial(self) -> SessionResult:
-        """The session as it opens, before any action: the job's best case when nothing is evicted."""
+        """The session as it opens, before any action: the job's best case when nothing is evicted,
+        with the job served first (enqueued, as enqueue would, when its podgroup is still Pending)."""
         if self._initial is None:
             state = SessionState(self.snapshot)
             rt = Runtime(self.policy.tiers, state, now=self.now)
             ctx = ActionContext(rt, state, Placement(rt, state), Outcome(), self.policy.actions)
             self._initial = SessionResult(Decisions(), state, ctx)
+            _enqueue_first(self._initial, self.job_key)
         return self._initial
 
     def hopeless(self) -> bool:
@@ -100,8 +114,15 @@ class Search:
     def expired(self) -> bool:
         return time.perf_counter() > self.deadline
 
+    @property
+    def podless(self) -> bool:
+        """The target is a podgroup with no pods yet: its Volcano Job's controller creates them once
+        enqueue admits it, so being enqueued is what a fix must achieve."""
+        return self.target is None and not _job_pods(self.snapshot, self.job_key)
+
     def succeeds(self, edited: ClusterSnapshot) -> bool:
-        """Does the engine, on `edited`, place the target (a pod) or make the job ready or pipelined?"""
+        """Does the engine, on `edited`, place the target (a pod), make the job ready or pipelined, or
+        (a podgroup with no pods yet) enqueue it?"""
         self.runs += 1
         outcome = run_session(edited, self.policy, now=self.now, solver_budget_s=0)
         doc = outcome.decisions
@@ -110,8 +131,22 @@ class Search:
         job = outcome.state.jobs.get(self.job_key)
         if job is None:
             return False
+        if self.podless:
+            return job.phase != PodGroupPhase.PENDING.value
         placed = any(t.key in doc.binds or t.key in doc.pipelined for t in job.tasks)
         return placed and job.ready_count + job.pipelined_count >= job.min_available
+
+
+def _enqueue_first(opening: SessionResult, job_key: str) -> None:
+    """Admit `job_key` in `opening` as enqueue would if it came first: otherwise a podgroup still Pending
+    carries the "not enqueued" gate into every best-case question, and each candidate reads as hopeless
+    (a request search would stop at its first step). A job enqueue refuses even first stays Pending."""
+    job = opening.state.jobs.get(job_key)
+    if job is None or job.phase not in (PodGroupPhase.PENDING.value, "") or "enqueue" not in opening.context.actions:
+        return
+    if not job.has_min_resources or opening.context.runtime.job_enqueueable(job):
+        job.queue.inqueue = job.queue.inqueue + job.min_resources
+        job.phase = PodGroupPhase.INQUEUE.value
 
 
 def search(snapshot: ClusterSnapshot, policy: CompiledPolicy, result: SessionResult, job_key: str, *,
@@ -142,7 +177,7 @@ def apply(snapshot: ClusterSnapshot, fix: Fix) -> ClusterSnapshot:
         names = set(c["queues"])  # type: ignore[call-overload]  # reason: JSON-shaped change
         queues = [q for q in snapshot.queues if q.name in names]
         return _raise(snapshot, queues, str(c["resource"]), int(c["increase"]))  # type: ignore[call-overload]  # reason: JSON-shaped change
-    if fix.kind in ("wait", "preempt"):
+    if fix.kind in ("wait", "preempt", "stop"):
         return _without_jobs(snapshot, list(c["jobs"]))  # type: ignore[call-overload]  # reason: JSON-shaped change
     raise ValueError(f"unknown fix kind {fix.kind!r}")
 
@@ -305,14 +340,14 @@ def _chain(snapshot: ClusterSnapshot, name: str) -> list[snap.Queue]:
 def _capability(s: Search) -> Iterator[Fix]:
     pg = next(p for p in s.snapshot.podgroups if p.key == s.job_key)
     chain = _chain(s.snapshot, pg.queue)
-    pods = _pending_pods(s)
-    for dim in sorted({d for p in pods for d in p.resreq.dims()} - {PODS}):
+    demand = _demand(s, pg)
+    for dim in sorted(demand.dims() - {PODS}):
         capped = [q for q in chain if q.capability is not None and dim in q.capability
                   and not (dim in (CPU, MEMORY) and q.capability[dim] <= 0)]
         if not capped or s.expired():
             continue
         step = _STEP.get(dim, 1000)
-        need = sum(p.resreq.get(dim, 0) for p in pods)
+        need = demand.get(dim, 0)
         top = max(1, -(-need // step))
         if not s.succeeds(_raise(s.snapshot, capped, dim, top * step)):
             continue
@@ -330,6 +365,14 @@ def _capability(s: Search) -> Iterator[Fix]:
         yield Fix("capability", f"raise capability {dim} of queue {first.name} from {render.quantity(dim, old)} to "
                                 f"{render.quantity(dim, old + delta)}{others}", delta / max(old, 1),
                   {"queues": [q.name for q in capped], "resource": dim, "increase": delta})
+
+
+def _demand(s: Search, pg: snap.PodGroup) -> Resources:
+    """What the job asks of its queue: its pending pods' requests, or, for a podgroup with no pods yet,
+    the minResources enqueue checks."""
+    if s.podless:
+        return pg.min_resources or Resources()
+    return total(p.resreq for p in _pending_pods(s))
 
 
 def _raise(snapshot: ClusterSnapshot, queues: list[snap.Queue], dim: str, delta: int) -> ClusterSnapshot:
@@ -359,7 +402,7 @@ def _ending_jobs(s: Search) -> Iterator[Fix]:
             return
         if s.succeeds(_without_jobs(s.snapshot, [key])):
             found_single = True
-            yield _ending_fix([key], running, priority, mine)
+            yield _ending_fix([key], running, priority, mine, evicts=s.evicts)
     if found_single or s.expired() or not order:
         return
     chosen: list[str] = []
@@ -376,19 +419,26 @@ def _ending_jobs(s: Search) -> Iterator[Fix]:
             trial = [k for k in chosen if k != key]
             if s.succeeds(_without_jobs(s.snapshot, trial)):
                 chosen = trial
-    yield _ending_fix(chosen, running, priority, mine)
+    yield _ending_fix(chosen, running, priority, mine, evicts=s.evicts)
 
 
-def _ending_fix(keys: list[str], running: dict[str, list[snap.Pod]], priority: dict[str, int], mine: int) -> Fix:
+def _ending_fix(keys: list[str], running: dict[str, list[snap.Pod]], priority: dict[str, int], mine: int, *,
+                evicts: bool) -> Fix:
+    """Ending `keys` as a fix, worded as who would end them: the scheduler preempting lower-priority
+    jobs (only when the policy has an evicting action), a person stopping them (when it has none), or
+    the jobs finishing on their own. A person's stop costs what waiting does: the same pods leave."""
     pods = sum(len(running[k]) for k in keys)
-    lower = all(priority.get(k, 0) < mine for k in keys)
+    change: dict[str, object] = {"jobs": keys, "pods": pods}
     where = "; ".join(f"{k}: {len(running[k])} pod{'s' if len(running[k]) != 1 else ''} on "
                       f"{', '.join(sorted({p.node_name for p in running[k]}))}" for k in keys)
-    if lower:
-        prios = ", ".join(f"{k} priority {priority.get(k, 0)}" for k in keys)
+    if not all(priority.get(k, 0) < mine for k in keys):
+        return Fix("wait", f"wait for {', '.join(keys)} to end ({where})", 0.25 * pods, change)
+    prios = ", ".join(f"{k} priority {priority.get(k, 0)}" for k in keys)
+    if evicts:
         return Fix("preempt", f"preempt lower-priority {', '.join(keys)} ({prios} < {mine}; {where})",
-                   0.25 * pods + 0.25, {"jobs": keys, "pods": pods})
-    return Fix("wait", f"wait for {', '.join(keys)} to end ({where})", 0.25 * pods, {"jobs": keys, "pods": pods})
+                   0.25 * pods + 0.25, change)
+    return Fix("stop", f"stop or delete lower-priority {', '.join(keys)} (this policy's actions do not preempt; "
+                       f"{prios} < {mine}; {where})", 0.25 * pods, change)
 
 
 def _without_jobs(snapshot: ClusterSnapshot, keys: list[str]) -> ClusterSnapshot:

@@ -13,7 +13,9 @@ exact evaluator on the session's final state:
 - gang minAvailable (and minTaskMember per role) from the `job_ready` rule, or one task for a single pod.
 
 Z3 answers: `Unsat` with a minimal core (`solve.cores`), `Sat` with a placement the greedy session did
-not make, or `Unknown` (reported as such, never as a conflict). Fix search lives in `explain_fix`.
+not make, or `Unknown` (reported as such, never as a conflict). A job that a gate closed is asked twice:
+first the gate against the gang (what held it this session, shown first whatever other rule would also
+block it), then the rest without the gates (what would block it next). Fix search lives in `explain_fix`.
 """
 from __future__ import annotations
 
@@ -62,6 +64,10 @@ class Analysis:
     reason: str = ""  # for `unknown`
     need: int = 0
     ms: float = 0.0
+    # when a job-level gate (enqueue, job_valid, overused) is in the core: the other gates that close
+    # the job on their own, and what the solver says once the gates are open (None: no gate held it)
+    also: list[CoreItem] = field(default_factory=list)
+    after: Analysis | None = None
 
     def short(self) -> str:
         if self.verdict == "conflict":
@@ -77,17 +83,79 @@ class Analysis:
     def to_json(self) -> dict[str, object]:
         return {"verdict": self.verdict, "minimal": self.minimal, "need": self.need,
                 "core": [i.to_json() for i in self.core], "witness": self.witness, "reason": self.reason,
-                "ms": self.ms}
+                "ms": self.ms, "also": [i.to_json() for i in self.also],
+                "after": self.after.to_json() if self.after is not None else None}
+
+
+@dataclass(frozen=True, slots=True)
+class _Problem:
+    """One job's question as labelled groups, with what is needed to read an answer back."""
+
+    job: str
+    groups: list[cores.Group]
+    hard: tuple[ir.Term, ...]
+    kinds: dict[ir.Label, str]
+    classes: list[enc.TaskClass]
+    nodes: list[enc.NodeClass]
+    need: int
+
+    def kind(self, group: cores.Group) -> str:
+        return self.kinds.get(group.label, "")
+
+    def item(self, group: cores.Group) -> CoreItem:
+        return _item(group.label, self.kinds)
 
 
 def analyse(result: SessionResult, job_key: str, *, target: TaskInfo | None = None,
             backend: Z3Backend | None = None, timeout_ms: int = 2000) -> Analysis:
-    """The minimal conflicting rule instances that keep `job_key`'s pending tasks (or `target`) unplaced."""
-    state, rt = result.state, result.context.runtime
-    job = state.jobs[job_key]
+    """The minimal conflicting rule instances that keep `job_key`'s pending tasks (or `target`) unplaced.
+
+    When a job-level gate closed the job (not enqueued, invalid, its queue overused), that gate is the
+    conflict reported: the session never tried the job, so another rule that would also block it (a
+    queue's allocatable share, a full node) is what comes next, in `after`, not what held it."""
+    job = result.state.jobs[job_key]
     pending = _pending(result, job, target)
     if not pending:
         return Analysis(job_key, "nothing-pending")
+    problem = _problem(result, job, pending, target)
+    backend = backend or Z3Backend()
+    gates = sorted((g for g in problem.groups if problem.kind(g) in _GATE_ORDER),
+                   key=lambda g: _GATE_ORDER[problem.kind(g)])
+    if not gates:
+        return _solve(problem, problem.groups, backend, timeout_ms)
+    needs = [g for g in problem.groups if problem.kind(g) == "gang"]
+    held = _solve(problem, [gates[0], *needs], backend, timeout_ms)
+    held.also = [problem.item(g) for g in gates[1:]]
+    held.after = _solve(problem, [g for g in problem.groups if g not in gates], backend, timeout_ms)
+    held.ms = round(held.ms + held.after.ms, 3)
+    return held
+
+
+def enqueue_refusal(result: SessionResult, job_key: str) -> Analysis | None:
+    """For a podgroup with no pods yet (a Volcano Job's controller creates them once it is enqueued): the
+    `job_enqueueable` rules that kept it Pending this session, with their numbers; None when it was
+    enqueued, or enqueue does not run. Each rule refuses it on its own (the first is the core, the others
+    `also`), so no solver is asked: there are no tasks to place."""
+    job = result.state.jobs[job_key]
+    kinds: dict[ir.Label, str] = {}
+    refusals = [_item(limit.label, kinds) for limit in _enqueue_gates(result, job, kinds)]
+    if not refusals:
+        return None
+    return Analysis(job_key, "conflict", core=refusals[:1], minimal=True, also=refusals[1:])
+
+
+_DROP_ORDER = {"capacity": 0, "tasks": 1, "predicate": 2, "allocatable": 3, "overused": 4, "enqueue": 5,
+               "gate": 6, "gang": 7}
+_KIND_ORDER = {"gate": 0, "enqueue": 1, "overused": 2, "gang": 3, "tasks": 4, "allocatable": 5, "predicate": 6,
+               "capacity": 7}
+# Job-level gates, in the order a session meets them: enqueue keeps a podgroup Pending before allocate
+# checks job_valid, and allocate checks job_valid before it drops an overused queue's jobs.
+_GATE_ORDER = {"enqueue": 0, "gate": 1, "overused": 2}
+
+
+def _problem(result: SessionResult, job: JobInfo, pending: list[TaskInfo], target: TaskInfo | None) -> _Problem:
+    """`job`'s question on the session's final state: every rule instance as one labelled group."""
+    state, rt = result.state, result.context.runtime
     kinds: dict[ir.Label, str] = {}
     classes, reps = _task_classes(pending)
     limits = _gates(result, job, kinds) + _allowances(rt, job, classes, reps, kinds)
@@ -100,20 +168,23 @@ def analyse(result: SessionResult, job_key: str, *, target: TaskInfo | None = No
     kinds[tasks_label] = "tasks"
     encoding = enc.encode(classes, nodes, exclusions=exclusions, limits=limits, needs=needs, tasks_label=tasks_label)
     groups = [cores.Group(label, terms) for label, terms in encoding.groups]
+    return _Problem(job.key, groups, encoding.hard, kinds, classes, nodes, need)
+
+
+def _solve(problem: _Problem, groups: list[cores.Group], backend: Z3Backend, timeout_ms: int) -> Analysis:
+    """Solve `groups` of `problem` together: a minimal core, a witness placement, or unknown."""
     # Engine facts (full nodes, task counts) go first when the core is shrunk, so a rule that also blocks
     # the job is the one shown; gang and gates are dropped last.
-    drop_first = sorted(range(len(groups)), key=lambda i: _DROP_ORDER.get(kinds.get(groups[i].label, ""), 5))
-    outcome = cores.minimal_core(backend or Z3Backend(), groups, hard=encoding.hard, timeout_ms=timeout_ms,
-                                 drop_first=drop_first)
-    analysis = Analysis(job_key, "unknown", need=need, ms=outcome.ms)
+    drop_first = sorted(range(len(groups)), key=lambda i: _DROP_ORDER.get(problem.kind(groups[i]), 5))
+    outcome = cores.minimal_core(backend, groups, hard=problem.hard, timeout_ms=timeout_ms, drop_first=drop_first)
+    analysis = Analysis(problem.job, "unknown", need=problem.need, ms=outcome.ms)
     if isinstance(outcome.result, Unsat):
         analysis.verdict = "conflict"
         analysis.minimal = outcome.minimal
-        analysis.core = [CoreItem(kinds.get(g.label, "rule"), g.label.rule_id, render.location(g.label), g.label.text)
-                         for g in outcome.groups]
-        analysis.core.sort(key=lambda i: _KIND_ORDER.get(i.kind, 9))
+        analysis.core = sorted((problem.item(g) for g in outcome.groups), key=lambda i: _KIND_ORDER.get(i.kind, 9))
     elif isinstance(outcome.result, Sat):
         analysis.verdict = "fits"
+        classes, nodes = problem.classes, problem.nodes
         placed = enc.read_placement(outcome.result.model, len(classes), len(nodes))
         analysis.witness = [f"{n} task{'s' if n != 1 else ''} of {render.resources(classes[c].request)} on "
                             f"{nodes[k].label.text.split(':')[0]}" for (c, k), n in sorted(placed.items()) if n > 0]
@@ -122,10 +193,8 @@ def analyse(result: SessionResult, job_key: str, *, target: TaskInfo | None = No
     return analysis
 
 
-_DROP_ORDER = {"capacity": 0, "tasks": 1, "predicate": 2, "allocatable": 3, "overused": 4, "enqueue": 5,
-               "gate": 6, "gang": 7}
-_KIND_ORDER = {"gate": 0, "enqueue": 1, "overused": 2, "gang": 3, "tasks": 4, "allocatable": 5, "predicate": 6,
-               "capacity": 7}
+def _item(label: ir.Label, kinds: dict[ir.Label, str]) -> CoreItem:
+    return CoreItem(kinds.get(label, "rule"), label.rule_id, render.location(label), label.text)
 
 
 # The pieces ------------------------------------------------------------------------------------------
@@ -159,33 +228,42 @@ def _label(rule: CompiledRule, text: str) -> ir.Label:
 
 
 def _gates(result: SessionResult, job: JobInfo, kinds: dict[ir.Label, str]) -> list[enc.Limit]:
-    rt, ctx = result.context.runtime, result.context
+    rt = result.context.runtime
     out: list[enc.Limit] = []
     invalid = rt.job_valid(job)
     if invalid is not None:
         label = _label(invalid.rule, f"{invalid.reason}: {invalid.message}")
         kinds[label] = "gate"
         out.append(enc.Limit(label, 0))
-    if job.phase == PodGroupPhase.PENDING.value and "enqueue" in ctx.actions:
-        rejected = False
-        for rule in rt.rules("job_enqueueable"):  # one label per rule, not the combined vote
-            if rt.ask(rule, job) < 0:
-                rejected = True
-                why = render.why_not(rule, _module_of(rt, rule), rt.env, job)
-                label = _label(rule, f"podgroup stays Pending (job is not enqueued: queue resource quota "
-                                     f"insufficient): {why}")
-                kinds[label] = "enqueue"
-                out.append(enc.Limit(label, 0))
-        if not rejected:
-            label = ir.Label("engine.not-enqueued", ENGINE, "podgroup is Pending: not enqueued in this session")
-            kinds[label] = "enqueue"
-            out.append(enc.Limit(label, 0))
+    out += _enqueue_gates(result, job, kinds)
     for rule in rt.rules("overused"):
         if rt.ask(rule, job.queue):
             why = render.why_holds(rule, _module_of(rt, rule), rt.env, job.queue)
             label = _label(rule, f"queue {job.queue.name} is overused: {why}")
             kinds[label] = "overused"
             out.append(enc.Limit(label, 0))
+    return out
+
+
+def _enqueue_gates(result: SessionResult, job: JobInfo, kinds: dict[ir.Label, str]) -> list[enc.Limit]:
+    """A podgroup still Pending after a session that runs enqueue: each `job_enqueueable` rule that
+    rejects it, with why (one label per rule, not the combined vote), or the engine's word when none
+    does on the final state."""
+    rt, ctx = result.context.runtime, result.context
+    if job.phase != PodGroupPhase.PENDING.value or "enqueue" not in ctx.actions:
+        return []
+    out: list[enc.Limit] = []
+    for rule in rt.rules("job_enqueueable"):
+        if rt.ask(rule, job) < 0:
+            why = render.why_not(rule, _module_of(rt, rule), rt.env, job)
+            label = _label(rule, f"podgroup stays Pending (job is not enqueued: queue resource quota "
+                                 f"insufficient): {why}")
+            kinds[label] = "enqueue"
+            out.append(enc.Limit(label, 0))
+    if not out:
+        label = ir.Label("engine.not-enqueued", ENGINE, "podgroup is Pending: not enqueued in this session")
+        kinds[label] = "enqueue"
+        out.append(enc.Limit(label, 0))
     return out
 
 
