@@ -436,10 +436,7 @@ class Scheduler:
         except APIError as exc:
             self._status_failed("podgroups", key, exc, report)
             return
-        if written is not None:
-            self.cache.apply_newer("podgroups", written)
-            report.podgroups_written.append(key)
-            self.metrics.status_writes.labels(kind="podgroup").inc()
+        self._status_written("podgroups", key, written, report.podgroups_written)
 
     def _write_queue(self, name: str, entry: dict[str, Any], report: SessionReport) -> None:
         """The Queue status fields the session changed (allocated, podgroup counters; never `state`)."""
@@ -452,10 +449,16 @@ class Scheduler:
         except APIError as exc:
             self._status_failed("queues", name, exc, report)
             return
-        if written is not None:
-            self.cache.apply_newer("queues", written)
-            report.queues_written.append(name)
-            self.metrics.status_writes.labels(kind="queue").inc()
+        self._status_written("queues", name, written, report.queues_written)
+
+    def _status_written(self, resource: str, key: str, written: dict[str, Any] | None, done: list[str]) -> None:
+        """Record a status write the API took (`written`, the object it returned; None: nothing to write):
+        the cache holds the new object, the report and the metric count it."""
+        if written is None:
+            return
+        self.cache.apply_newer(resource, written)
+        done.append(key)
+        self.metrics.status_writes.labels(kind=resource.removesuffix("s")).inc()
 
     def _status_failed(self, resource: str, key: str, exc: APIError, report: SessionReport) -> None:
         """Report a status write the API refused: a log line, a count, and the session report. It is not
