@@ -24,7 +24,7 @@ import numpy as np
 from vpolicy.compile import ir
 from vpolicy.compile.lower import CompiledRule
 from vpolicy.compile.vectorize import NodeBatch, ResMatrix
-from vpolicy.engine.runtime import RULE_FAILURES, Runtime, evaluate_clause, rule_failed
+from vpolicy.engine.runtime import RULE_FAILURES, Runtime, evaluate_clause
 from vpolicy.engine.state import NodeInfo, SessionState, TaskInfo
 from vpolicy.model.resources import CPU, MEMORY, Resources
 
@@ -228,9 +228,10 @@ class Placement:
             self.rt.calls += 1
             try:
                 out = rule.vector(env)
-            except RULE_FAILURES as exc:
-                self._scalar_values(rule, task, rows)  # fails too, and says why in the DSL's words, not numpy's
-                raise rule_failed(rule.label, exc) from exc
+            except RULE_FAILURES:
+                # node by node: a rule that fails says why in the DSL's words, not numpy's (RuleFailed);
+                # one the batch alone could not take still gets its exact answers
+                return self._scalar_values(rule, task, rows)
             return np.broadcast_to(np.asarray(out, dtype=float), (len(rows),)).copy()
         return self._scalar_values(rule, task, rows)
 
