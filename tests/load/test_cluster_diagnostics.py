@@ -107,6 +107,9 @@ spec:
                  "(2^63-1)", id="memory-above-the-limit"),
     pytest.param(POD.replace("  namespace: ns\n", "  labels: {1: 2}\n"), "load.wrong-type", 5, 15,
                  "metadata.labels.1: expected a string, got the number 2", id="label-with-a-number-key-and-value"),
+    pytest.param(POD.replace("memory: 1Gi}", "memory: 1Gi, 1: 2}"), "load.wrong-type", 10, 42,
+                 "spec.containers[0].resources.requests.1: a key must be a name, not the number 1",
+                 id="resource-named-by-a-number"),
     pytest.param("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec:\n  tasks:\n"
                  "  - {name: w, replicas: 1000000000, template: {spec: {containers: []}}}\n",
                  "load.bad-value", 6, 25, "spec.tasks[0].replicas: must be at most 100000, got 1000000000",

@@ -208,12 +208,23 @@ class View:
                                   item)
         return out
 
+    def named_keys(self) -> Iterator[str]:
+        """The mapping's keys that are names (strings); any other key (`{1: 2}`: YAML reads the integer
+        1) is reported where it is written, not left out in silence."""
+        for name in self.node:
+            if isinstance(name, str):
+                yield name
+            else:
+                self.problems.error(WRONG_TYPE, f"{self.field_path(str(name))}: a key must be a name, not "
+                                    f"{_describe(name)}", self.file.key_span(self.node, name),
+                                    "quote it if it is meant as text")
+
     def int_map(self, key: str, *, minimum: int = 0) -> dict[str, int]:
         view = self.mapping(key)
         if view is None:
             return {}
         out: dict[str, int] = {}
-        for name in view.keys():
+        for name in view.named_keys():
             found = view.optional_integer(name, minimum=minimum)
             if found is not None:
                 out[name] = found
@@ -228,7 +239,7 @@ class View:
         if view is None:
             return None
         out: dict[str, int] = {}
-        for name in view.keys():
+        for name in view.named_keys():
             amount = view.quantity(name, name)
             if amount is not None:
                 out[name] = amount
