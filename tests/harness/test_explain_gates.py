@@ -86,3 +86,22 @@ def test_a_podgroup_without_pods_that_enqueue_let_in_keeps_the_plain_note() -> N
     assert e.status == "no-pods" and e.analysis is None and e.fixes == []
     assert e.summary == (f"{LLM} has no pods yet (phase Inqueue): its Volcano Job's 2 pods are created by the job "
                          "controller once the PodGroup leaves Pending, and scheduled in a later session")
+
+
+def test_a_capability_fix_stays_within_the_cluster_so_a_queue_tree_stays_valid(tmp_path: Path) -> None:
+    """Queue org (capability cpu 2) caps its child team-a on a 4-cpu node: the third pod of team/work waits.
+    Raising org's cpu by the whole pending demand (3 cpu, to 5) would put it above the cluster, which
+    breaks a hierarchical capacity tree (nothing binds at all), and the search used to give up there;
+    capped at what the cluster has, it finds the raise to 3 that places the pod."""
+    scenario = (ROOT / "policies/tests/capacity/hierarchy_child_bounded_by_parent_capability.yaml").read_text()
+    header, _, cluster = scenario.partition("\n---\n")
+    conf_text = header.split("conf: |\n", 1)[1].split("\nexpect:", 1)[0]
+    (tmp_path / "cluster.yaml").write_text(cluster)
+    (tmp_path / "conf.yaml").write_text("\n".join(line[2:] for line in conf_text.splitlines()) + "\n")
+    snapshot_ = load_cluster([tmp_path / "cluster.yaml"])
+    compiled = policies.resolve(snapshot_, conf=str(tmp_path / "conf.yaml"))
+    e = explain.explain_snapshot(snapshot_, compiled, "team/work-p-2")
+    raises = [f for f in e.fixes if f.kind == "capability"]
+    assert [f.text for f in raises] == ["raise capability cpu of queue org from 2 to 3"]
+    fixed = run_session(explain_fix.apply(snapshot_, raises[0]), compiled, solver_budget_s=0)
+    assert "team/work-p-2" in fixed.decisions.binds

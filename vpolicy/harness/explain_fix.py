@@ -21,8 +21,9 @@ reclaim), a job's best case is to be served first on the resources the session o
 candidate whose `explain_pending` encoding is unsat there is skipped unrun (minMember values, the
 ceiling of a request search). Every candidate reported was judged by running the exact engine on the
 edited snapshot and placing the target; numeric searches are binary searches that assume a smaller
-request (or a larger capability) never hurts. Fixes are ordered by `cost` (see docs/explain.md): the fraction by which the fix changes
-the one number it touches, 1 for moving queue, 0.25 per pod for ending jobs (+0.25 when preempting).
+request (or a larger capability, up to what the cluster has) never hurts. Fixes are ordered by `cost`
+(see docs/explain.md): the fraction by which the fix changes the one number it touches, 1 for moving
+queue, 0.25 per pod for ending jobs (+0.25 when preempting).
 """
 from __future__ import annotations
 
@@ -348,8 +349,11 @@ def _capability(s: Search) -> Iterator[Fix]:
             continue
         step = _STEP.get(dim, 1000)
         need = demand.get(dim, 0)
-        top = max(1, -(-need // step))
-        if not s.succeeds(_raise(s.snapshot, capped, dim, top * step)):
+        # never above what the cluster has: no queue can use more, and in a capacity hierarchy a child's
+        # capability above its parent's (a root without one holds the cluster) stops the whole session
+        room = _cluster_total(s.snapshot, dim) - max(q.capability.get(dim, 0) for q in capped if q.capability)
+        top = min(max(1, -(-need // step)), room // step)
+        if top < 1 or not s.succeeds(_raise(s.snapshot, capped, dim, top * step)):
             continue
         lo, hi = 1, top  # smallest number of steps that works; hi is known good
         while lo < hi and not s.expired():
@@ -365,6 +369,10 @@ def _capability(s: Search) -> Iterator[Fix]:
         yield Fix("capability", f"raise capability {dim} of queue {first.name} from {render.quantity(dim, old)} to "
                                 f"{render.quantity(dim, old + delta)}{others}", delta / max(old, 1),
                   {"queues": [q.name for q in capped], "resource": dim, "increase": delta})
+
+
+def _cluster_total(snapshot: ClusterSnapshot, dim: str) -> int:
+    return sum(n.allocatable.get(dim, 0) for n in snapshot.nodes)
 
 
 def _demand(s: Search, pg: snap.PodGroup) -> Resources:
