@@ -28,7 +28,7 @@ through a `Statement`; the actions call it through one-line hooks when `ActionCo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
@@ -358,11 +358,12 @@ EVICTING_ACTIONS = frozenset({"preempt", "reclaim"})
 
 @dataclass(slots=True)
 class _Trial:
-    """One run of an action: the operations its statements committed, and where the outcome's lists
-    stood before it."""
+    """One run of an action: the operations its statements committed, the last placements its discards
+    recorded (each task with the one it had before), and where the outcome's lists stood before it."""
 
     journal: list["Operation"]
     marks: tuple[int, int, int]
+    placements_kept: list[tuple[TaskInfo, tuple[str, str] | None]] = field(default_factory=list)
 
     def merit(self) -> tuple[int, int, int, int]:
         """GPUs placed, pods placed, then fewer evicted GPU pods, fewer evictions: higher is better."""
@@ -428,12 +429,12 @@ def _kept(ctx: "ActionContext", action: str, *, kept: str, reason: str) -> None:
 def _trial(ctx: "ActionContext", run: Callable[["ActionContext"], None], mode: str) -> _Trial:
     outcome = ctx.outcome
     marks = (len(outcome.dispatched), len(outcome.pipelined), len(outcome.evicted))
-    outcome.journal, ctx.mode = [], mode
+    outcome.journal, outcome.placements_kept, ctx.mode = [], [], mode
     try:
         run(ctx)
-        return _Trial(outcome.journal, marks)
+        return _Trial(outcome.journal, marks, outcome.placements_kept)
     finally:
-        outcome.journal = None
+        outcome.journal = outcome.placements_kept = None
 
 
 def _undo(ctx: "ActionContext", trial: _Trial, versions: np.ndarray, lists: dict[str, list[TaskInfo]]) -> None:
@@ -442,6 +443,8 @@ def _undo(ctx: "ActionContext", trial: _Trial, versions: np.ndarray, lists: dict
     state = ctx.state
     for op in reversed(trial.journal):
         undo(state, op)
+    for task, before in reversed(trial.placements_kept):
+        task.last_placement = before
     _put_lists(ctx, versions, lists)
     outcome = ctx.outcome
     dispatched, pipelined, evicted = trial.marks
@@ -463,10 +466,11 @@ def _changed_since(ctx: "ActionContext", versions: np.ndarray) -> list[NodeInfo]
 @dataclass(slots=True)
 class _Ended:
     """Where a trial left the session: each committed operation's task status, node and nomination
-    flag (in the operations' order), the task lists of the nodes it changed, and what it added to the
-    outcome."""
+    flag (in the operations' order), the last placements its discards recorded, the task lists of the
+    nodes it changed, and what it added to the outcome."""
 
     ends: list[tuple["Operation", TaskStatus, str, bool]]
+    placements: list[tuple[TaskInfo, tuple[str, str] | None]]
     lists: dict[str, list[TaskInfo]]
     added: tuple[list[TaskInfo], list[TaskInfo], list["Operation"]]
 
@@ -475,6 +479,7 @@ class _Ended:
         outcome = ctx.outcome
         dispatched, pipelined, evicted = trial.marks
         return cls([(op, op.task.status, op.task.node_name, op.task.eviction_occurred) for op in trial.journal],
+                   [(task, task.last_placement) for task, _before in trial.placements_kept],
                    {node.name: list(node.tasks) for node in _changed_since(ctx, versions)},
                    (outcome.dispatched[dispatched:], outcome.pipelined[pipelined:], outcome.evicted[evicted:]))
 
@@ -486,6 +491,8 @@ class _Ended:
             op.task.eviction_occurred = eviction_occurred
             if op.kind == "evict":
                 op.task.evicted = True
+        for task, placement in self.placements:
+            task.last_placement = placement
         # every node the trial changed, also where only a discarded statement reordered its tasks
         for name, tasks in self.lists.items():
             state.nodes[name].tasks[:] = tasks

@@ -19,7 +19,7 @@ from vpolicy.engine.feasibility import check_unplaced_gangs, describe
 from vpolicy.engine import optimize
 from vpolicy.engine.placement import Placement
 from vpolicy.engine.runtime import PluginInstance, Runtime
-from vpolicy.engine.state import JobInfo, SessionState
+from vpolicy.engine.state import JobInfo, SessionState, TaskInfo
 from vpolicy.engine.statement import Outcome
 from vpolicy.model.decisions import Decisions, Eviction, PodGroupStatus
 from vpolicy.model.snapshot import ClusterSnapshot, PodGroupPhase, TaskStatus
@@ -148,6 +148,9 @@ def close_session(ctx: ActionContext) -> Decisions:
         for task in job.tasks:
             if task.status is TaskStatus.PENDING and not task.evicted:
                 d.unschedulable[task.key] = _reasons(ctx, job, task.uid, gang_message)
+                if task.last_placement is not None:  # placed, then undone with its job's statement
+                    d.pod_conditions[task.key] = _placed_condition(task.key, *task.last_placement)
+                    continue
                 own_errors = task.uid in ctx.fit_errors
                 # the pod's own reason, as Volcano writes it; the solver's note after it depends on the
                 # solver's time budget, and a message that changes with load would be written again
@@ -159,9 +162,7 @@ def close_session(ctx: ActionContext) -> Decisions:
                 d.unschedulable[task.key] = [
                     f"held on {task.node_name} for its gang, which is pipelined but not ready: not bound "
                     "this session"]
-                d.pod_conditions[task.key] = _condition(
-                    "Schedulable", f"Pod {task.key} can possibly be assigned to {task.node_name}, once "
-                    "minAvailable is satisfied")
+                d.pod_conditions[task.key] = _placed_condition(task.key, "allocate", task.node_name)
             elif task.status is TaskStatus.PIPELINED:
                 d.pod_conditions[task.key] = _condition(
                     "Unschedulable", f"Pod {task.key} can possibly be assigned to {task.node_name}, once "
@@ -183,6 +184,14 @@ def _condition(reason: str, message: str) -> dict[str, str]:
     TaskSchedulingReason words it: Unschedulable (its own fit errors, or pipelined), Undetermined
     (not tried for a reason of its job), Schedulable (held for its gang)."""
     return {"reason": reason, "message": message}
+
+
+def _placed_condition(key: str, kind: str, node: str) -> dict[str, str]:
+    """Schedulable: a task that was placed (held for its gang, or placed and then undone with its job's
+    statement), as Volcano's TaskSchedulingReason reads the last transaction."""
+    released = " once resource is released" if kind == "pipeline" else ""
+    return _condition("Schedulable", f"Pod {key} can possibly be assigned to {node},{released} once minAvailable "
+                                     "is satisfied")
 
 
 def _orphan_reasons(state: SessionState, d: Decisions) -> None:
@@ -265,7 +274,7 @@ def _job_fit_error(ctx: ActionContext, job: JobInfo) -> str:
     text = "pod group is not ready, " + ", ".join(sorted(f"{n} {s}" for s, n in by_status.items()))
     pending = [t for t in job.tasks if t.status is TaskStatus.PENDING]
     if pending:
-        why = Counter("Unschedulable" if t.uid in ctx.fit_errors else "Schedulable" for t in pending)
+        why = Counter(_pending_reason(ctx, t) for t in pending)
         text += "; Pending: " + ", ".join(sorted(f"{n} {s}" for s, n in why.items()))
     origin = ctx.job_reasons.get(job.key)
     if origin:
@@ -275,6 +284,14 @@ def _job_fit_error(ctx: ActionContext, job: JobInfo) -> str:
         if errors is not None:
             return f"{text}. Origin reason is {task.name}: {errors.text()}"
     return text
+
+
+def _pending_reason(ctx: ActionContext, task: TaskInfo) -> str:
+    """Volcano's TaskSchedulingReason for a pending task: Schedulable when it was placed this session
+    and undone with its job's statement, Unschedulable with fit errors of its own, else Undetermined."""
+    if task.last_placement is not None:
+        return "Schedulable"
+    return "Unschedulable" if task.uid in ctx.fit_errors else "Undetermined"
 
 
 def plugin_names(policy: CompiledPolicy) -> Sequence[str]:

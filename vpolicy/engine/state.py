@@ -28,7 +28,8 @@ _ON_NODE_AT_OPEN = ALLOCATED_STATUSES | {TaskStatus.RELEASING}  # a snapshot hol
 class TaskInfo:
     __slots__ = ("pod", "job", "status", "node_name", "uid", "name", "namespace", "key", "resreq",
                  "priority", "role", "best_effort", "preemptable", "labels", "annotations", "order_index",
-                 "priority_class_name", "node_selector", "original_status", "evicted", "eviction_occurred")
+                 "priority_class_name", "node_selector", "original_status", "evicted", "eviction_occurred",
+                 "last_placement")
 
     def __init__(self, pod: snap.Pod, job: "JobInfo | None"):
         self.pod = pod
@@ -54,6 +55,9 @@ class TaskInfo:
         # pipelined where evictions for it made the room (Volcano's TransactionContext.EvictionOccurred):
         # only such a pod is given status.nominatedNodeName
         self.eviction_occurred = False
+        # (allocate | pipeline, node) of the last placement a discarded statement undid: Volcano's
+        # LastTransaction, which Statement.Discard keeps, so the pod reads as Schedulable, not Undetermined
+        self.last_placement: tuple[str, str] | None = None
 
     @property
     def queue(self) -> "QueueInfo | None":

@@ -35,6 +35,8 @@ class Outcome:
     evicted: list[Operation] = field(default_factory=list)
     # every committed operation, in order, while an action is run on trial (`optimize.never_worse`)
     journal: list[Operation] | None = None
+    # meanwhile, each task whose last placement a discard recorded, with the one it had before
+    placements_kept: list[tuple[TaskInfo, tuple[str, str] | None]] | None = None
 
 
 class Statement:
@@ -69,7 +71,13 @@ class Statement:
         other.ops = []
 
     def discard(self) -> None:
+        """Undo every operation, last first; a task keeps where it was placed (Volcano's
+        GenerateLastTxContext in Statement.Discard), which its pod condition reports."""
         for op in reversed(self.ops):
+            if op.kind != "evict":
+                if self.outcome.placements_kept is not None:
+                    self.outcome.placements_kept.append((op.task, op.task.last_placement))
+                op.task.last_placement = (op.kind, op.task.node_name)
             undo(self.state, op)
         self.ops = []
 
