@@ -1,17 +1,20 @@
 """Volcano's job webhooks: defaulting (jobs/mutate) and validation (jobs/validate).
 
 Defaults (`default_job`): queue `default`, schedulerName, maxRetry 3, task names `default<i>`, task
-minAvailable = replicas, task maxRetry 3, job minAvailable = the sum of the tasks' minAvailable,
+minAvailable = replicas, task maxRetry 3, job minAvailable (when unset or 0) = the sum of the tasks'
+minAvailable,
 `dnsPolicy: ClusterFirstWithHostNet` for hostNetwork pods, and the svc (and for mpi, ssh) plugin
 that the tensorflow / mpi / pytorch / ray plugins need.
 
 Validation (`validate_job`): at least one task; replicas >= 0; 0 <= task minAvailable <= replicas;
 unique, DNS-label task names; 0 <= job minAvailable <= total replicas; maxRetry,
 ttlSecondsAfterFinished >= 0; 1 <= minSuccess <= total replicas; lifecycle policies (event xor
-exitCode, exitCode != 0, known events and actions, no duplicates, `*` alone); known plugins;
-volumes (mountPath, a claim, no duplicate mount paths); dependsOn naming existing tasks without a
+exitCode, exitCode != 0, events and actions a user may name, no duplicate across policies, `*` the
+only event); known plugins; volumes (mountPath, exactly one of volumeClaim and volumeClaimName, no
+duplicate mount paths); dependsOn naming existing tasks without a
 cycle; the queue exists, is Open, is not `root` and has no children. On update, only minAvailable,
-task replicas/minAvailable and priorityClassName may change.
+task replicas/minAvailable and priorityClassName may change (and the volumeClaimName of a volume
+with a volumeClaim, which the job controller fills in).
 """
 from __future__ import annotations
 
@@ -27,10 +30,13 @@ ROOT_QUEUE = "root"
 DEFAULT_MAX_RETRY = 3
 KNOWN_PLUGINS = frozenset({"env", "svc", "ssh", "mpi", "pytorch", "tensorflow", "ray", "hcclrank"})
 NEEDS_SVC = frozenset({"tensorflow", "mpi", "pytorch", "ray"})
-EVENTS = frozenset({"*", "PodFailed", "PodEvicted", "PodPending", "PodRunning", "Unknown", "TaskCompleted",
-                    "TaskFailed", "OutOfSync", "CommandIssued", "JobUpdated"})
+# The events and actions a user may name in a lifecycle policy (Volcano's policyEventMap /
+# policyActionMap entries marked true). The controller's internal events (OutOfSync, CommandIssued,
+# PodRunning) and actions (SyncJob, EnqueueJob) exist but are refused here.
+EVENTS = frozenset({"*", "PodFailed", "PodEvicted", "PodPending", "Unknown", "TaskCompleted", "TaskFailed",
+                    "JobUpdated"})
 ACTIONS = frozenset({"AbortJob", "RestartJob", "RestartTask", "RestartPod", "RestartPartition", "TerminateJob",
-                     "CompleteJob", "ResumeJob", "SyncJob", "EnqueueJob"})
+                     "CompleteJob", "ResumeJob"})
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -56,7 +62,8 @@ def default_job(job: Mapping[str, Any], *, scheduler_name: str = "volcano") -> d
         pod_spec = (task.get("template") or {}).get("spec")
         if isinstance(pod_spec, dict) and pod_spec.get("hostNetwork") and not pod_spec.get("dnsPolicy"):
             pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
-    if spec.get("minAvailable") is None:
+    if spec.get("minAvailable") is None or integer(spec.get("minAvailable")) == 0:
+        # Volcano's patchDefaultMinAvailable: an unset *or zero* minAvailable becomes the sum
         spec["minAvailable"] = sum(integer(t.get("minAvailable")) or 0 for t in tasks if isinstance(t, dict))
     plugins = spec.get("plugins")
     if isinstance(plugins, dict):
@@ -138,10 +145,11 @@ def _policies(policies: Any, where: str) -> list[Violation]:
         return out
     events_seen: set[str] = set()
     codes_seen: set[int] = set()
-    has_any = False
     for index, policy in enumerate(p for p in policies if isinstance(p, Mapping)):
         at = f"{where}[{index}]"
-        events = [str(e) for e in policy.get("events") or []] + ([str(policy["event"])] if policy.get("event") else [])
+        # one policy naming an event twice (in `event` and `events`) is fine: Volcano dedupes them
+        events = list(dict.fromkeys([str(e) for e in policy.get("events") or []]
+                                    + ([str(policy["event"])] if policy.get("event") else [])))
         code = policy.get("exitCode")
         if events and code is not None:
             out.append(Violation("admission.policy-event-and-exit-code", at,
@@ -162,11 +170,12 @@ def _policies(policies: Any, where: str) -> list[Violation]:
             elif event in events_seen:
                 out.append(Violation("admission.policy-duplicate", f"{at}.event", f"duplicate event {event}"))
             events_seen.add(event)
-            has_any = has_any or event == "*"
         action = policy.get("action")
         if action not in ACTIONS:
             out.append(Violation("admission.policy-action", f"{at}.action", f"invalid policy action {action!r}"))
-    if has_any and len([p for p in policies if isinstance(p, Mapping)]) > 1:
+    # Volcano counts distinct events, not policies: `*` beside exitCode policies is fine, `*` beside
+    # another event (in the same policy or another) is not
+    if "*" in events_seen and len(events_seen) > 1:
         out.append(Violation("admission.policy-any-not-alone", where,
                              "if there's * here, no other policy should be here"))
     return out
@@ -183,9 +192,13 @@ def _volumes(volumes: Any) -> list[Violation]:
         elif path in paths:
             out.append(Violation("admission.volume-mount-path", f"{at}.mountPath", f"duplicated mountPath: {path}"))
         paths.add(path)
-        if not volume.get("volumeClaimName") and not volume.get("volumeClaim"):
+        if not volume.get("volumeClaimName") and volume.get("volumeClaim") is None:
             out.append(Violation("admission.volume-claim", at,
                                  "either volumeClaim or volumeClaimName must be specified"))
+        elif volume.get("volumeClaimName") and volume.get("volumeClaim") is not None:
+            out.append(Violation("admission.volume-claim", at,
+                                 "conflict: to use an existing PVC specify only volumeClaimName; to create a new "
+                                 "PVC specify only volumeClaim"))
     return out
 
 
@@ -258,6 +271,10 @@ def _validate_update(job: Mapping[str, Any], old: Mapping[str, Any]) -> list[Vio
     for key in ("minAvailable", "priorityClassName"):
         new_spec.pop(key, None)
         old_spec.pop(key, None)
+    for spec in (new_spec, old_spec):  # the job controller names the claims it creates (volcano: validateJobUpdate)
+        for volume in spec.get("volumes") or []:
+            if isinstance(volume, dict) and volume.get("volumeClaim") is not None:
+                volume.pop("volumeClaimName", None)
     if new_spec != old_spec:
         changed = sorted(k for k in set(new_spec) | set(old_spec) if new_spec.get(k) != old_spec.get(k))
         out.append(Violation("admission.job-update", "spec",

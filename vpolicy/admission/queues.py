@@ -4,8 +4,9 @@ Defaults (`default_queue`): weight 1 when unset or 0, reclaimable true when unse
 hierarchy annotations (`volcano.sh/hierarchy`, `volcano.sh/hierarchy-weights`) prefixed with `root`.
 
 Validation (`validate_queue`): `status.state`, if set, is Open or Closed; weight 1..65535; the two
-hierarchy annotations have as many parts, weights positive; guarantee <= deserved <= capability per
-resource; the parent exists, is not the queue itself, holds no PodGroups of its own, and the
+hierarchy annotations have as many parts, weights positive; quantities >= 0; guarantee <= deserved
+<= capability per resource (cpu and memory missing from a set deserved or capability count as 0, so
+a guarantee needs a deserved); the parent exists, is not the queue itself, holds no PodGroups of its own, and the
 hierarchy is at most `MAX_DEPTH` deep; the queue's capability is within every ancestor's; the
 children's guarantees and deserved shares together fit the parent's; `root`'s resources cannot change.
 `validate_queue_delete`: `root` and `default` stay; a queue with PodGroups or children stays.
@@ -25,6 +26,9 @@ HIERARCHY_WEIGHTS_KEY = "volcano.sh/hierarchy-weights"
 MAX_WEIGHT = 65535
 MAX_DEPTH = 10  # levels below root; deeper trees are almost certainly a parent loop or a typo
 STATES = ("Open", "Closed")
+# Volcano's Resource keeps these two as fields (0 when absent); other resources are compared only when
+# both lists name them.
+_ALWAYS_COMPARED = ("cpu", "memory")
 
 
 def default_queue(queue: Mapping[str, Any]) -> dict[str, Any]:
@@ -36,7 +40,7 @@ def default_queue(queue: Mapping[str, Any]) -> dict[str, Any]:
         spec["reclaimable"] = True
     annotations = out.setdefault("metadata", {}).get("annotations") or {}
     hierarchy, weights = annotations.get(HIERARCHY_KEY), annotations.get(HIERARCHY_WEIGHTS_KEY)
-    if hierarchy and weights and not str(hierarchy).startswith(f"{ROOT_QUEUE}/"):
+    if hierarchy and weights and not str(hierarchy).startswith(ROOT_QUEUE):  # volcano: HasPrefix(h, "root")
         annotations[HIERARCHY_KEY] = f"{ROOT_QUEUE}/{hierarchy}"
         annotations[HIERARCHY_WEIGHTS_KEY] = f"1/{weights}"
         out["metadata"]["annotations"] = annotations
@@ -66,9 +70,18 @@ def validate_queue(queue: Mapping[str, Any], *, queues: Queues | None = None,
             out.append(Violation("admission.queue-quantity", f"spec.{field}", f"{field} holds a quantity that does "
                                                                               "not parse"))
             parsed = {}
+        negative = sorted(res for res, amount in parsed.items() if amount < 0)
+        if negative:
+            out.append(Violation("admission.queue-quantity", f"spec.{field}",
+                                 f"{field} must be greater than or equal to 0 ({', '.join(negative)})"))
         amounts[field] = parsed
     for small, big in (("guarantee", "deserved"), ("deserved", "capability"), ("guarantee", "capability")):
-        over = exceeds(amounts[small], amounts[big])
+        # Volcano's validateResourceOfQueue compares capability only when it is set, and deserved
+        # whenever guarantee is set; cpu and memory missing from the bigger list count as 0.
+        if big == "capability" and not amounts[big]:
+            continue
+        over = sorted(set(exceeds(amounts[small], amounts[big]))
+                      | {res for res in _ALWAYS_COMPARED if amounts[small].get(res, 0) > 0 and res not in amounts[big]})
         if over:
             out.append(Violation("admission.queue-resources", f"spec.{small}",
                                  f"{small} must not exceed {big} ({', '.join(over)})"))
