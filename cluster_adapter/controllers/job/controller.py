@@ -4,7 +4,8 @@ Handlers (enqueue only; Volcano's `job_controller_handler.go`):
 - Job added, or its spec or phase changed -> OutOfSync;
 - a pod the job controls: added -> OutOfSync (PodPending while Pending, for timeout policies);
   became Failed -> PodFailed with the first container's exit code; became Succeeded and its task is
-  complete -> TaskCompleted; pending/running while its task can no longer succeed -> TaskFailed;
+  complete -> TaskCompleted; pending/running while the task's pods restarted their containers more
+  than the task's maxRetry -> TaskFailed;
   became Running -> PodRunning; deleted or being deleted -> PodEvicted; each request carries the
   job version the pod was made for;
 - the job's PodGroup changed phase -> Unknown when it became Unknown, else OutOfSync;
@@ -123,9 +124,9 @@ class JobController(Controller):
             request = dataclasses.replace(base, event=Event.POD_PENDING.value)
         elif phase == "Failed" and before != "Failed":
             request = dataclasses.replace(base, event=Event.POD_FAILED.value, exit_code=_exit_code(pod))
-        elif phase == "Succeeded" and before != "Succeeded" and self._task_done(base, succeeded=True):
+        elif phase == "Succeeded" and before != "Succeeded" and self._task_completed(base):
             request = dataclasses.replace(base, event=Event.TASK_COMPLETED.value)
-        elif phase in ("Pending", "Running") and self._task_done(base, succeeded=False):
+        elif phase in ("Pending", "Running") and self._task_failed(base):
             request = dataclasses.replace(base, event=Event.TASK_FAILED.value)
         elif phase == "Running" and before != "Running":
             request = dataclasses.replace(base, event=Event.POD_RUNNING.value)
@@ -166,21 +167,43 @@ class JobController(Controller):
         return any(isinstance(p, dict) and p.get("timeout") and
                    {Event.POD_PENDING.value, Event.ANY.value} & set(events_of(p)) for p in policies)
 
-    def _task_done(self, request: Request, *, succeeded: bool) -> bool:
-        """TaskCompleted: every replica of the task succeeded. TaskFailed: more failed than
-        replicas - minAvailable, so the task can no longer reach minAvailable successes."""
+    def _task_pods(self, request: Request) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         job = self.opts.store.get(JOBS.name, request.namespace, request.job_name)
         if job is None:
-            return False
+            return None, []
         task = next((t for t in build.tasks(job) if t["name"] == request.task_name), None)
         if task is None:
-            return False
+            return None, []
         pods = [p for p in self.opts.store.owned_by(PODS.name, request.namespace, job["metadata"].get("uid", ""))
-                if (p["metadata"].get("annotations") or {}).get(names.TASK_SPEC_KEY) == request.task_name]
-        replicas = int(task.get("replicas") or 0)
-        if succeeded:
-            return replicas > 0 and sum(1 for p in pods if _pod_phase(p) == "Succeeded") >= replicas
-        return sum(1 for p in pods if _pod_phase(p) == "Failed") > replicas - build.task_min(task)
+                if (p["metadata"].get("annotations") or {}).get(names.TASK_SPEC_KEY) == request.task_name
+                and not p["metadata"].get("deletionTimestamp")]  # Volcano's cache drops a pod being deleted
+        return task, pods
+
+    def _task_completed(self, request: Request) -> bool:
+        """TaskCompleted: every replica of the task succeeded (Volcano's `jobCache.TaskCompleted`)."""
+        task, pods = self._task_pods(request)
+        replicas = int((task or {}).get("replicas") or 0)
+        return replicas > 0 and sum(1 for p in pods if _pod_phase(p) == "Succeeded") >= replicas
+
+    def _task_failed(self, request: Request) -> bool:
+        """TaskFailed (Volcano's `jobCache.TaskFailed`): the container restarts (init containers
+        included) of the task's Pending/Running pods, summed, exceed the task's `maxRetry`
+        (unset or 0 -> 3; -1 -> no limit)."""
+        task, pods = self._task_pods(request)
+        if task is None or not int(task.get("replicas") or 0):
+            return False
+        max_retry = int(task.get("maxRetry") or 0)
+        if max_retry == -1:
+            return False
+        max_retry = max_retry or names.DEFAULT_MAX_RETRY
+        restarts = 0
+        for pod in pods:
+            if _pod_phase(pod) not in ("Pending", "Running"):
+                continue
+            status = pod.get("status") or {}
+            for key in ("initContainerStatuses", "containerStatuses"):
+                restarts += sum(int((c or {}).get("restartCount") or 0) for c in status.get(key) or [])
+        return restarts > max_retry
 
     # processing ---------------------------------------------------------------------------------------
     def process(self, item: Any) -> None:

@@ -1,7 +1,7 @@
 """Job plugins (`spec.plugins: {name: [args]}`): env, svc and ssh, as Volcano's job controller has them.
 
-- **env**: every container (and init container) gets `VC_TASK_INDEX` and `VK_TASK_INDEX` = the pod's
-  index in its task.
+- **env**: every container (and init container) gets `VK_TASK_INDEX` and `VC_TASK_INDEX` (in that
+  order, as Volcano appends them) = the pod's index in its task.
 - **svc**: a headless Service named after the job (selector job-name/job-namespace, one placeholder
   port), a ConfigMap `<job>-svc` with per task `<task>.host` (one `<pod>.<job>` per line),
   `VC_<TASK>_HOSTS` (comma-joined) and `VC_<TASK>_NUM`, mounted at `/etc/volcano` and exported as env
@@ -9,9 +9,11 @@
   NetworkPolicy letting only the job's own pods in. Args: `--publish-not-ready-addresses`,
   `--disable-network-policy` (also manager-wide flags).
 - **ssh**: a Secret `<job>-ssh` with an RSA key pair (`id_rsa`, `id_rsa.pub`, `authorized_keys`) and an
-  ssh `config` naming every pod, mounted at `/root/.ssh` (`--ssh-key-file-path`) mode 0600; the
+  ssh `config` naming every pod (template hostname/subdomain honoured as in the hosts ConfigMap),
+  mounted at `/root/.ssh` (`--ssh-key-file-path`; subPath `.ssh`) mode 0600; the
   manager's `--ssh-private-key` file is used instead of a new key per job. Args:
-  `--ssh-key-file-path=DIR`, `--ssh-port=N`. Pods get hostname/subdomain as with svc.
+  `--ssh-key-file-path=DIR`, `--ssh-port=N`. As in Volcano, ssh alone sets no pod hostname/subdomain
+  (svc does).
 
 Objects a plugin makes are owned by the job and recorded in `status.controlledResources`
 (`plugin-<name>: <name>`), removed again when the job is killed (`on_job_delete`), as Volcano does.
@@ -37,6 +39,7 @@ log = logging.getLogger(__name__)
 
 HOSTS_MOUNT_PATH = "/etc/volcano"
 SSH_DEFAULT_PORT = 22
+SSH_RELATIVE_PATH = ".ssh"  # where the keys lie inside the ssh Secret volume (Volcano's SSHRelativePath)
 RSA_BITS = 2048
 
 
@@ -148,8 +151,8 @@ class EnvPlugin:
 
     def on_pod_create(self, pod: dict[str, Any], job: dict[str, Any], task: dict[str, Any], index: int) -> None:
         for container in _containers(pod):
-            container.setdefault("env", []).extend([{"name": "VC_TASK_INDEX", "value": str(index)},
-                                                    {"name": "VK_TASK_INDEX", "value": str(index)}])
+            container.setdefault("env", []).extend([{"name": "VK_TASK_INDEX", "value": str(index)},
+                                                    {"name": "VC_TASK_INDEX", "value": str(index)}])
 
     def on_job_add(self, job: dict[str, Any]) -> None:
         _controlled(job)["plugin-env"] = "env"
@@ -254,13 +257,16 @@ class SshPlugin:
         return f"{job['metadata']['name']}-ssh"
 
     def on_pod_create(self, pod: dict[str, Any], job: dict[str, Any], task: dict[str, Any], index: int) -> None:
-        _set_hostname(pod, job)
+        """mountRsaKey: the Secret's keys under `.ssh/` in the volume, mounted with subPath `.ssh`
+        (the pod's hostname/subdomain are the svc plugin's business, not this one's)."""
         secret = self.secret_name(job)
-        pod["spec"].setdefault("volumes", []).append({"name": secret, "secret": {
+        pod.setdefault("spec", {}).setdefault("volumes", []).append({"name": secret, "secret": {
             "secretName": secret, "defaultMode": 0o600,
-            "items": [{"key": k, "path": k} for k in ("id_rsa", "id_rsa.pub", "authorized_keys", "config")]}})
+            "items": [{"key": k, "path": f"{SSH_RELATIVE_PATH}/{k}"}
+                      for k in ("id_rsa", "id_rsa.pub", "authorized_keys", "config")]}})
         for container in _containers(pod):
-            container.setdefault("volumeMounts", []).append({"name": secret, "mountPath": self.mount_path})
+            container.setdefault("volumeMounts", []).append(
+                {"name": secret, "mountPath": self.mount_path, "subPath": SSH_RELATIVE_PATH})
 
     def on_job_add(self, job: dict[str, Any]) -> None:
         if _controlled(job).get("plugin-ssh") == "ssh":
@@ -282,11 +288,18 @@ class SshPlugin:
         _controlled(job).pop("plugin-ssh", None)
 
     def _config(self, job: dict[str, Any]) -> str:
+        """The ssh `config` (generateSSHConfig): one Host per pod, named as in the hosts ConfigMap —
+        a task whose template sets `hostname` gives one entry `<hostname>.<subdomain>`, and a
+        template `subdomain` replaces the job name."""
         lines = ["StrictHostKeyChecking no", "UserKnownHostsFile /dev/null", ""]
         for task in build.tasks(job):
+            template_spec = (task.get("template") or {}).get("spec") or {}
+            subdomain = template_spec.get("subdomain") or job["metadata"]["name"]
             for index in range(int(task.get("replicas") or 0)):
-                host = build.pod_name(job, task["name"], index)
-                lines += [f"Host {host}", f"  HostName {host}.{job['metadata']['name']}", f"  Port {self.port}", ""]
+                host = template_spec.get("hostname") or build.pod_name(job, task["name"], index)
+                lines += [f"Host {host}", f"  HostName {host}.{subdomain}", f"  Port {self.port}", ""]
+                if template_spec.get("hostname"):
+                    break
         return "\n".join(lines)
 
     def _key_pair(self) -> tuple[str, str]:
