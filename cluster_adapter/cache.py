@@ -14,7 +14,9 @@ assumption ends when the server's object confirms or contradicts it (another uid
 after `assume_ttl_s`, after which the server's view wins whatever it says.
 
 Writes that return the new object (status patches) are fed back with `apply_newer`, which keeps
-whichever of the cached and the returned object has the higher resourceVersion.
+whichever of the cached and the returned object has the higher resourceVersion, and never brings
+back an object the cache no longer holds (the watch saw it deleted). A DELETED event removes the held
+object only when its uid matches: an object created again under the same name stays.
 """
 from __future__ import annotations
 
@@ -67,17 +69,23 @@ class ObjectCache:
         with self._lock:
             store = self._objects.setdefault(resource, {})
             if event_type == "DELETED":
+                held = store.get(_key(obj))
+                if held is not None and _uid(held) and _uid(obj) and _uid(held) != _uid(obj):
+                    return  # the end of an earlier object of that name; the one held replaced it
                 store.pop(_key(obj), None)
             else:
                 store[_key(obj)] = obj
             self._generation += 1
 
     def apply_newer(self, resource: str, obj: dict[str, Any]) -> None:
-        """Store a write's answer unless the cache already holds a newer version of the object."""
+        """Store a write's answer over the held object unless the cache already holds a newer version.
+
+        An object the cache no longer holds stays out: the watch (or a list) has since shown it deleted,
+        and a late answer must not bring it back; one created again under its name comes by the watch."""
         with self._lock:
             store = self._objects.setdefault(resource, {})
             held = store.get(_key(obj))
-            if held is not None and _rv(held) >= _rv(obj):
+            if held is None or _rv(held) >= _rv(obj):
                 return
             store[_key(obj)] = obj
             self._generation += 1
@@ -152,6 +160,10 @@ class ObjectCache:
 def _key(obj: dict[str, Any]) -> Key:
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _uid(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
 
 
 def _rv(obj: dict[str, Any]) -> int:

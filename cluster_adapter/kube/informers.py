@@ -10,7 +10,9 @@ One `Informer` per resource, each on its own daemon thread:
 3. an ERROR event with code 410, or a 410 answer, means the server's history no longer reaches that
    resourceVersion: the informer **lists again**;
 4. any other failure waits with exponential backoff (0.2 s doubling to 5 s, reset by success) and
-   retries the same step: a 5xx outage never becomes a hot loop.
+   retries the same step: a 5xx outage never becomes a hot loop. A watch that ends within a second
+   without a single event (not even a bookmark) counts as such a failure, as client-go's "very short
+   watch" does: a server or proxy that closes every watch at once is retried with backoff, not spun on.
 
 An optional resource (a CRD that may not be installed, e.g. Volcano Jobs) answering 404 counts as an
 empty, synced collection and is listed again after the longest backoff.
@@ -23,13 +25,16 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from cluster_adapter.config import InformerSettings
-from cluster_adapter.kube.client import APIError, APIExpired, APINotFound, APIServerError, KubeClient, Resource
+from cluster_adapter.kube.client import (APIError, APIExpired, APINotFound, APIServerError, APIUnavailable, KubeClient,
+                                         Resource)
 
 log = logging.getLogger(__name__)
+SHORT_WATCH_S = 1.0  # a watch that ends sooner with no event at all counts as a failure (client-go's rule)
 
 
 class Sink(Protocol):
@@ -96,9 +101,11 @@ class Informer:
     def _watch(self) -> None:
         assert self.resource_version is not None
         self.watches += 1
+        started, events = time.monotonic(), 0
         for event in self.client.watch(self.resource, self.resource_version, self.settings.watch_timeout_s):
             if self.stop.is_set():
                 return
+            events += 1
             kind = event.get("type")
             raw = event.get("object")
             obj: dict[str, Any] = raw if isinstance(raw, dict) else {}
@@ -114,6 +121,11 @@ class Informer:
             if rv:
                 self.resource_version = str(rv)
             self._backoff = self.settings.backoff_initial_s
+        if events == 0 and time.monotonic() - started < SHORT_WATCH_S and not self.stop.is_set():
+            # client-go's "very short watch": a server or proxy that ends every watch at once must
+            # not make us reconnect in a hot loop; resume from the same resourceVersion after backoff.
+            raise APIUnavailable(f"watch {self.resource.name}: ended after less than {SHORT_WATCH_S:g} s "
+                                 "with no events")
 
     def _stamp(self, obj: dict[str, Any]) -> dict[str, Any]:
         obj.setdefault("apiVersion", self.resource.api_version)
