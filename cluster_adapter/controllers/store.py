@@ -70,9 +70,15 @@ class Store:
             store = self._objects.setdefault(resource, {})
             key = key_of(obj)
             held = store.get(key)
+            change: tuple[str, dict[str, Any], dict[str, Any] | None]
             if event_type == "DELETED":
-                store.pop(key, None)
-                change = ("DELETED", obj, held)
+                if held is not None and _uid(held) and _uid(obj) and _uid(held) != _uid(obj):
+                    # the end of an earlier object of that name: the one held (our own write's answer,
+                    # say, a pod created again by a restart) replaced it and stays; handlers still hear it
+                    change = ("DELETED", obj, obj)
+                else:
+                    store.pop(key, None)
+                    change = ("DELETED", obj, held)
             else:
                 if held is not None and _rv(held) == _rv(obj) and not held["metadata"].get("deletionTimestamp"):
                     return
@@ -140,6 +146,10 @@ class Store:
 def key_of(obj: dict[str, Any]) -> Key:
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _uid(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
 
 
 def _rv(obj: dict[str, Any]) -> int:

@@ -78,3 +78,25 @@ def test_cli_exits_1_on_an_unknown_controller(kubeconfig: Path, capsys: pytest.C
 def test_cli_once_creates_the_default_queues(kubeconfig: Path, emu: Any) -> None:
     assert cli.main(["controllers", "--kubeconfig", str(kubeconfig), "--once", "--controllers", "queue"]) == 0
     assert {q["metadata"]["name"] for q in emu.call(lambda e: e.list("queues"))} == {"root", "default"}
+
+
+def test_a_late_deletion_of_an_earlier_uid_leaves_the_re_created_object_in_the_store() -> None:
+    """A restart deletes a pod and creates it again under the same name; the create's answer is recorded
+    at once, and the watch's DELETED for the old pod can come after it. The store keeps the new pod
+    (the controller would otherwise create it a third time), and handlers still hear of the deletion."""
+    from cluster_adapter.controllers.store import Store
+
+    store = Store(["pods"])
+    heard: list[tuple[str, str]] = []
+    store.on("pods", lambda kind, obj, _held: heard.append((kind, obj["metadata"]["uid"])))
+
+    def pod(uid: str, rv: str) -> dict[str, Any]:
+        return {"metadata": {"namespace": "ns", "name": "job-t-0", "uid": uid, "resourceVersion": rv}}
+    store.apply("pods", "ADDED", pod("old", "1"))
+    store.record("pods", pod("new", "3"))
+    store.apply("pods", "DELETED", pod("old", "2"))
+    held = store.get("pods", "ns", "job-t-0")
+    assert held is not None and held["metadata"]["uid"] == "new"
+    assert heard[-1] == ("DELETED", "old")
+    store.apply("pods", "DELETED", pod("new", "4"))
+    assert store.get("pods", "ns", "job-t-0") is None
