@@ -175,8 +175,8 @@ def test_pod_fields_the_scheduler_reads_are_kept(write_dump: WriteDump) -> None:
     assert pod.preferred_affinity == (
         snapshot.PreferredTerm(20, snapshot.NodeSelectorTerm((snapshot.SelectorRequirement("fast", "Exists"),))),)
     # per container, never summed: Volcano makes one device request per container (resourcereqs)
-    assert pod.vgpu_limits == {"0:volcano.sh/vgpu-number": 2, "0:volcano.sh/vgpu-memory": 3000,
-                               "1:volcano.sh/vgpu-number": 1}
+    assert pod.vgpu_limits == ({"volcano.sh/vgpu-number": 2, "volcano.sh/vgpu-memory": 3000},
+                               {"volcano.sh/vgpu-number": 1})
     assert pod.resreq["volcano.sh/vgpu-number"] == 3000
 
 

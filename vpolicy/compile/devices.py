@@ -233,10 +233,9 @@ def usage(cards: Sequence[gpu.Card], pods: Sequence[gpu.PodDevices], *,
 # engine never caches its answer as if it depended on the task's spec and the node's fixed fields only.
 def requests_of(task: Any) -> tuple[gpu.DeviceRequest, ...]:
     """A task's vGPU requests, one per container that names vgpu-number or vgpu-memory, in container order
-    (Volcano's resourcereqs): the snapshot keeps each container's limits apart (`gpu.container_limit_key`).
+    (Volcano's resourcereqs): the snapshot keeps each container's limits apart (`Pod.vgpu_limits`).
     A container asking 0 cards keeps its place, with nums 0, so that its segment stays where it was."""
-    limits = task.pod.vgpu_limits
-    return gpu.pod_requests(gpu.split_container_limits(limits)) if limits else ()
+    return gpu.pod_requests(task.pod.vgpu_limits)
 
 
 def answer(task: Any, cards: CardSource | None, policy: str) -> Assignment | Unfit:

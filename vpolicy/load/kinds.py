@@ -9,8 +9,8 @@ applied here once, so every consumer of the snapshot agrees (reference §1, §13
   container (sidecars, `restartPolicy: Always`, add to both sides), plus `pods: 1`;
 - task status comes from phase, nodeName and deletionTimestamp; a pod without `status.phase` is
   Pending, as the API server would have made it;
-- a pod's vGPU limits stay per container (`gpu.container_limit_key`), as Volcano's resourcereqs reads
-  them: one device request per container, never their sum;
+- a pod's vGPU limits stay per container, as Volcano's resourcereqs reads them: one device request per
+  container, never their sum;
 - task priority is `spec.priority`, else the value of a known `priorityClassName` (what the
   Priority admission plugin writes), else 1; `volcano.sh/task-priority` overrides it;
 - a node with no conditions at all is Ready (hand-written dumps omit them).
@@ -27,7 +27,7 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.scalarstring import LiteralScalarString
 
 from vpolicy.load.fields import View
-from vpolicy.model import gpu, resources, snapshot
+from vpolicy.model import resources, snapshot
 from vpolicy.model.resources import Resources
 from vpolicy.source import Span
 
@@ -73,7 +73,7 @@ class PodSpec:
     tolerations: tuple[snapshot.Toleration, ...] = ()
     preemption_policy: str = "PreemptLowerPriority"
     scheduling_gated: bool = False
-    vgpu_limits: Mapping[str, int] = field(default_factory=dict)
+    vgpu_limits: tuple[Mapping[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,14 +152,14 @@ def read_pod_spec(spec: View | None) -> PodSpec:
         return PodSpec(resreq=Resources({resources.PODS: 1}))
     containers = spec.mappings("containers")
     total: dict[str, int] = {}
-    vgpu: dict[str, int] = {}
-    for index, container in enumerate(containers):
+    vgpu: list[dict[str, int]] = []
+    for container in containers:
         request, limits = _container_request(container)
         _add(total, request)
-        for key in VGPU_KEYS:
-            amount = limits.plain_quantity(key) if limits else None
-            if amount is not None:
-                vgpu[gpu.container_limit_key(index, key)] = amount
+        asks = {key: amount for key in VGPU_KEYS
+                if limits is not None and (amount := limits.plain_quantity(key)) is not None}
+        if asks:
+            vgpu.append(asks)
     _add(total, spec.quantities("overhead") or {})  # Volcano adds overhead before the init-container max
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
@@ -180,7 +180,7 @@ def read_pod_spec(spec: View | None) -> PodSpec:
         required_affinity=_required_affinity(spec), preferred_affinity=_preferred_affinity(spec),
         tolerations=tuple(t for t in (_read_toleration(v) for v in spec.mappings("tolerations")) if t),
         preemption_policy=spec.choice("preemptionPolicy", _PREEMPTION_POLICIES, default="PreemptLowerPriority"),
-        scheduling_gated=spec.sequence_length("schedulingGates") > 0, vgpu_limits=vgpu)
+        scheduling_gated=spec.sequence_length("schedulingGates") > 0, vgpu_limits=tuple(vgpu))
 
 
 def task_status(phase: str, *, node_name: str, deleting: bool) -> snapshot.TaskStatus:

@@ -177,25 +177,6 @@ def asks_for_cards(requests: Sequence[DeviceRequest]) -> bool:
     return any(r.nums > 0 for r in requests)
 
 
-def container_limit_key(index: int, resource: str) -> str:
-    """`<container index>:<resource>`, the key under which a pod's snapshot keeps one container's vGPU limit
-    (`snapshot.Pod.vgpu_limits`), so that the containers' asks stay apart as Volcano reads them."""
-    return f"{index}:{resource}"
-
-
-def split_container_limits(limits: Mapping[str, int]) -> tuple[dict[str, int], ...]:
-    """The per-container limits that `container_limit_key` keys hold, in container order. Keys without a
-    container index (a pod built by hand with the plain resource names) are one container."""
-    containers: dict[int, dict[str, int]] = {}
-    for key, amount in limits.items():
-        index, sep, resource = key.partition(":")
-        if sep and index.isdigit():
-            containers.setdefault(int(index), {})[resource] = amount
-        else:
-            containers.setdefault(-1, {})[key] = amount
-    return tuple(containers[i] for i in sorted(containers))
-
-
 @dataclass(frozen=True, slots=True)
 class DeviceFilters:
     """What a pod's annotations allow: card types (substrings, case-insensitive), UUIDs and mode."""

@@ -144,7 +144,9 @@ class Pod:
     preemption_policy: str = "PreemptLowerPriority"
     nominated_node: str = ""
     scheduling_gated: bool = False
-    vgpu_limits: Mapping[str, int] = field(default_factory=dict)  # per-container vGPU asks, see deviceshare
+    # the vGPU limits of each container that names one, in container order (Volcano's resourcereqs reads
+    # them per container, never their sum), see deviceshare
+    vgpu_limits: tuple[Mapping[str, int], ...] = ()
     origin: Span | str | None = field(default=None, compare=False)
     # Derived once when the pod is made (every session's TaskInfo reads them): `namespace/name`; a
     # best-effort request (nothing asked beyond `pods`); volcano.sh/preemptable from annotations, else
