@@ -20,6 +20,7 @@ from vpolicy.compile import evaluate, ir, pycode, vcode, vectorize
 from vpolicy.compile.functions import FUNCTIONS
 from vpolicy.errors import Diagnostic, PolicyError
 from vpolicy.lang import ast
+from vpolicy.source import Span
 from vpolicy.model.quantity import parse_quantity
 
 
@@ -65,6 +66,7 @@ class CompiledModule:
     file: str
     rules: dict[str, list[CompiledRule]] = field(default_factory=dict)  # callback -> rules, in file order
     session_lets: list[tuple[str, ir.Term, evaluate.Closure]] = field(default_factory=list)
+    let_spans: dict[str, Span] = field(default_factory=dict)  # session constant -> its `let`, for failures
     functions: dict[str, tuple[tuple[str, ...], ir.Term]] = field(default_factory=dict)
     helpers: dict[str, evaluate.Closure] = field(default_factory=dict)  # `functions` as closures
     properties: list[tuple[str, ir.Term, evaluate.Closure, ir.Label]] = field(default_factory=list)
@@ -115,6 +117,7 @@ class _Lowerer:
                 if decl.params is None:
                     term = self.lower(decl.value, {})
                     out.session_lets.append((decl.name, term, self._compile(term)))
+                    out.let_spans[decl.name] = decl.span
                     self.session.add(decl.name)
             elif isinstance(decl, ast.Rule):
                 rule = self._rule(decl)

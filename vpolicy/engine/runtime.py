@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from vpolicy.compile import evaluate, ir
@@ -218,12 +217,12 @@ class Runtime:
                 raise self._let_failed(key, exc) from exc
 
     def _let_failed(self, key: tuple[str, str], exc: BaseException) -> RuleFailed:
-        """The diagnostic of a session constant that failed, at its `let` (compiled lets keep no span)."""
+        """The diagnostic of a session constant that failed, at its `let`."""
         module_name, name = key
-        file = next((p.module.file for tier in self.tiers for p in tier if p.module.name == module_name), "")
+        module = next(p.module for tier in self.tiers for p in tier if p.module.name == module_name)
         message, help = describe_failure(exc)
-        return RuleFailed([Diagnostic(EVAL_FAILED, f"let {module_name}.{name}: {message}", _let_span(file, name),
-                                      help=help)])
+        span = module.let_spans.get(name) or Span(module.file, 1, 1)
+        return RuleFailed([Diagnostic(EVAL_FAILED, f"let {module_name}.{name}: {message}", span, help=help)])
 
     def has(self, callback: str) -> bool:
         return any(self._by_callback[callback])
@@ -727,22 +726,6 @@ def _recursing_helpers(exc: RecursionError) -> list[str]:
         return []
     most = counts.most_common(1)[0][1]
     return sorted(name for name, n in counts.items() if n * 2 >= most)  # a helper called on the way is not one
-
-
-def _let_span(file: str, name: str) -> Span:
-    """Where `let NAME` is declared in `file` (its first line when the file cannot be read): found by text,
-    since compiled session constants keep no span."""
-    try:
-        lines = Path(file).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return Span(file, 1, 1)
-    declared = re.compile(rf"\s*let\s+{re.escape(name)}\b")
-    for number, line in enumerate(lines, start=1):
-        found = declared.match(line)
-        if found:
-            col = line.index("let") + 1
-            return Span(file, number, col, number, col + 2)
-    return Span(file, 1, 1)
 
 
 def _scalar(rule: CompiledRule) -> CompiledRule:
