@@ -206,10 +206,10 @@ def _check_policy(path: str) -> list[Diagnostic]:
             if target is None:
                 continue
             callbacks = _callbacks_of(target)
-            for key, value in use.settings:
+            for index, (key, _value) in enumerate(use.settings):
                 if key in _FLAG_CALLBACKS:
                     diags.extend(_flag_without_rule(key, _module_name(target), target, callbacks,
-                                                    _key_span(value.span, key), use.span))
+                                                    use.key_span(index), use.span))
     return diags
 
 
