@@ -224,12 +224,11 @@ def _reasons(ctx: ActionContext, job: JobInfo, uid: str, gang_message: str) -> l
     job's fit-error message on tasks that have none of their own), plus what the solver proved."""
     errors = ctx.fit_errors.get(uid)
     note = ctx.solver_notes.get(job.key)
+    held = _job_hold(ctx, job)
     if errors is not None:
         first = errors.text()
-    elif ctx.job_reasons.get(job.key):
-        first = ctx.job_reasons[job.key]
-    elif job.phase == PodGroupPhase.PENDING.value:
-        first = "podgroup is Pending: not enqueued"
+    elif held:
+        first = held
     elif gang_message:
         first = gang_message
     else:
