@@ -14,7 +14,6 @@ rule module) at the `use`. A conf's unknown arguments are left alone, as Volcano
 from __future__ import annotations
 
 import dataclasses
-import math
 import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -279,9 +278,9 @@ def _argument_problems(module: ast.Module, settings: Mapping[str, Any],
             continue
         if not isinstance(raw, (str, int, float, bool)):
             wrong = f"must be {kind}, got {_shown(raw)}"
-        elif decl is None and (isinstance(raw, bool) or _finite(raw) is None):
+        elif decl is None and conf_loader.finite_number(raw) is None:  # a bool is no number either
             wrong = f"must be number, got {_shown(raw)}"
-        elif kind in ("int", "number") and not isinstance(raw, bool) and _finite(raw) is False:
+        elif kind in ("int", "number") and conf_loader.finite_number(raw) is False:
             wrong = f"must be a finite number, got {_shown(raw)}"
         else:
             continue
@@ -367,15 +366,6 @@ def _reader_of(module: ast.Module, key: str) -> source.Span | None:
     """The `argument(...)` call that reads `key`, if one does."""
     exact, prefixes = _read_arguments(module)
     return exact.get(key) or next((span for prefix, span in prefixes.items() if key.startswith(prefix)), None)
-
-
-def _finite(raw: object) -> bool | None:
-    """Whether `raw` reads as a finite number (as the compiler reads it, with `float()`); None when it
-    does not read as a number at all."""
-    try:
-        return math.isfinite(float(str(raw).strip()))
-    except ValueError:
-        return None
 
 
 def _shown(raw: object) -> str:

@@ -508,7 +508,7 @@ class _Reader:
         arguments = {str(k): _plain(v) for k, v in value.items()}
         spans = {str(k): self.value_span(value, k) for k in value}
         for key in value:
-            if _not_finite(value[key]):
+            if finite_number(value[key]) is False:
                 self.error("conf.wrong-type", f"argument '{key}' of {owner} must be a finite number, not "
                            f"{self.written(value, key)}", spans[str(key)], "write a number such as 1.5")
         return arguments, spans
@@ -599,23 +599,19 @@ def _plain(value: object) -> object:
     return str(value)
 
 
-def _not_finite(value: object) -> bool:
-    """An argument a rule module would read as NaN or an infinity: rule modules read number arguments with
-    `float()`, which turns `nan`, `inf`, `1e400` (written plain or quoted) and integers beyond ~1.8e308
-    into values no resource arithmetic can use (Volcano's own `strconv.ParseFloat` accepts them too).
-    Only scalars: nested lists and mappings are never read as numbers."""
-    if isinstance(value, (bool, ScalarBoolean)):
-        return False
+def finite_number(value: object) -> bool | None:
+    """Whether an argument reads as a finite number, as rule modules read number arguments (`float()`,
+    which turns `nan`, `inf`, `1e400`, plain or quoted, and integers beyond ~1.8e308 into values no
+    resource arithmetic can use; Volcano's own `strconv.ParseFloat` accepts them too); None when it is
+    no number at all (text, a bool, a list or a mapping), which the rule module's own check reports."""
+    if isinstance(value, (bool, ScalarBoolean)) or not isinstance(value, (str, int, float)):
+        return None
     try:
-        if isinstance(value, str):
-            return not math.isfinite(float(value.strip()))
-        if isinstance(value, (int, float)):
-            return not math.isfinite(float(value))
-    except ValueError:  # text that is no number at all: the rule module's own check reports it
-        return False
+        return math.isfinite(float(value.strip() if isinstance(value, str) else value))
+    except ValueError:
+        return None
     except OverflowError:  # an integer too large for a float
-        return True
-    return False
+        return False
 
 
 def _describe(value: object) -> str:
