@@ -18,6 +18,7 @@ from tests.engine.build import GIB, node, pod, podgroup, queue, running, snapsho
 from tests.engine.test_properties import HELM_ALL_ACTIONS
 from tests.strategies import clusters
 from vpolicy.engine import optimize
+from vpolicy.engine.actions import preempt as preempt_action
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.session import CompiledPolicy, SessionResult, run_session
 from vpolicy.engine.validate import validate
@@ -323,11 +324,11 @@ tiers:
 """
 
 
-def test_optimize_keeps_volcanos_preempt_where_cheaper_victims_place_less() -> None:
+def _room_for_another_queue() -> tuple[ClusterSnapshot, CompiledPolicy]:
     """n0 holds a 4-GPU victim a-0, n1 a 2-GPU victim b-0, both beside protected pods. p1 (queue q1, 2
     GPUs) preempts first: Volcano takes n0 and evicts a-0, and p2 (queue q2, 2 GPUs, no victim of its
     own queue anywhere) takes the 2 GPUs left over; the cheapest victim for p1 alone is b-0, after which
-    p2 finds no room. Optimize's own run places fewer GPUs, so Volcano's run of preempt is kept."""
+    p2 finds no room."""
     low, high, top = PriorityClass("low", 1), PriorityClass("high", 1000), PriorityClass("top", 100000)
     pods = [running("a-0", "a", "n0", gpu=4000), running("keep0-0", "keep0", "n0", gpu=4000),
             running("b-0", "b", "n1", gpu=2000), running("keep1-0", "keep1", "n1", gpu=6000),
@@ -337,7 +338,10 @@ def test_optimize_keeps_volcanos_preempt_where_cheaper_victims_place_less() -> N
     snap = snapshot(nodes=[node(n, cpu=16000, memory=64 * GIB, gpu=8000) for n in ("n0", "n1")], pods=pods,
                     podgroups=[podgroup(name, q, priority_class=pc) for name, q, pc in groups],
                     queues=[queue("q1"), queue("q2")], priority_classes=[low, high, top])
-    policy = replace(_policy(PRIORITY_ONLY_PREEMPT), optimize_budget_s=None)  # both runs, however slow
+    return snap, replace(_policy(PRIORITY_ONLY_PREEMPT), optimize_budget_s=None)  # every run, however slow
+
+
+def _spy_trials(m: pytest.MonkeyPatch) -> list[tuple[str, tuple[int, ...]]]:
     merits: list[tuple[str, tuple[int, ...]]] = []
     real_trial = optimize._trial
 
@@ -345,8 +349,32 @@ def test_optimize_keeps_volcanos_preempt_where_cheaper_victims_place_less() -> N
         done = real_trial(ctx, run, mode)
         merits.append((mode, done.merit()))
         return done
+    m.setattr(optimize, "_trial", trial)
+    return merits
+
+
+def test_the_victim_plan_with_floors_leaves_the_room_a_later_preemptor_takes() -> None:
+    """p2 has no victim of its own, so the plan is for p1 alone: b-0, after which p2 finds no room and
+    the run places less. The plan with floors asks q1's victims to release what Volcano's run evicted
+    there (a-0's 4 GPUs): a-0, as Volcano chose, and p2 takes the room left over."""
+    snap, policy = _room_for_another_queue()
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(optimize, "_trial", trial)
+        merits = _spy_trials(m)
+        volcano, optimized = both(snap, policy)
+    assert [mode for mode, _ in merits] == ["volcano", "optimize", "optimize"]
+    assert merits[1][1][0] < merits[0][1][0] == merits[2][1][0]
+    assert optimized["pipelined"] == volcano["pipelined"] == {"ns/p1-0": "n0", "ns/p2-0": "n0"}
+    assert optimized["evictions"] == volcano["evictions"]
+    assert optimized["stats"]["optimize"]["preempt"]["reason"] == "no-worse"  # type: ignore[index]  # reason: JSON
+
+
+def test_optimize_keeps_volcanos_preempt_where_cheaper_victims_place_less() -> None:
+    """Without a plan (the solver finds none) the cheapest victim for p1 alone is b-0, p2 then finds no
+    room, and the run places fewer GPUs than Volcano's: Volcano's run of preempt is kept."""
+    snap, policy = _room_for_another_queue()
+    with pytest.MonkeyPatch.context() as m:
+        merits = _spy_trials(m)
+        m.setattr(preempt_action, "plan_victims", lambda *args, **kwargs: None)
         volcano, optimized = both(snap, policy)
     assert [mode for mode, _ in merits] == ["volcano", "optimize"]
     assert merits[1][1][0] < merits[0][1][0]  # its own run placed fewer GPUs

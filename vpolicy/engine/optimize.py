@@ -19,9 +19,13 @@ when ready — and changes only which of the allowed choices is taken:
   ValidateVictims asks for none). A search that runs out of its step budget, or a set the final fit
   check rejects, falls back to Volcano's greedy choice: the budget never yields a wrong decision, only
   a less good one.
-- whole evicting actions (`never_worse`): preempt and reclaim run once as Volcano would and once with
-  the cheapest victims, and the optimize run is kept only when it places at least as much (else
-  Volcano's is put back); cheapest victims one preemptor at a time can leave less room for the next.
+- joint victim plan (`victim_plan`, preempt): the preemptors Volcano's run placed get their nodes and
+  victims chosen all at once by a mixed-integer program (fewest evicted GPU pods for all of them),
+  which the optimize run replays through the usual checks (`evict_planned`) before searching on its
+  own; cheapest victims one preemptor at a time can leave less room for the next.
+- whole evicting actions (`never_worse`): preempt and reclaim run once as Volcano would and once (or,
+  for a plan that placed less, twice) as optimize would, and the optimize run is kept only when it
+  places at least as much (else Volcano's is put back).
 
 This module decides nothing about feasibility (see `placement`, `runtime`) and applies evictions only
 through a `Statement`; the actions call it through one-line hooks when `ActionContext.mode` says so.
@@ -352,6 +356,35 @@ def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo,
     return None
 
 
+def evict_planned(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo, *, callback: str,
+                  keep: Callable[[TaskInfo], bool], action: str, fits: Callable[[NodeInfo], bool]) -> bool:
+    """Preempt/reclaim for one task as the action's joint victim plan (`ctx.victim_plan`) says, if the
+    rules still agree: on the planned node, the victims planned there that `keep` accepts and the
+    `callback` rules allow now are evicted (the plan's victims on a node serve all its preemptors; the
+    first takes them all, the others find the room), and the task is pipelined if `fits(node)` (the
+    action's own final check: room, the queue's allocatable, predicates) then holds.
+    True: placed (pipelined, merged into `stmt`); False: not planned, or the plan no longer holds
+    (nothing is changed, and the caller chooses as it would without a plan)."""
+    from vpolicy.engine.actions.evict_common import ordered_victims
+
+    plan = ctx.victim_plan
+    name = plan.node_of.get(preemptor.uid) if plan is not None else None
+    if plan is None or name is None or preemptor.job is None:
+        return False
+    node = ctx.state.nodes[name]
+    remaining = [v for v in plan.victims_on.get(name, ()) if keep(v)]
+    victims, rule = ctx.runtime.victims(callback, preemptor, remaining) if remaining else ([], None)
+    local = ctx.statement()
+    for victim in ordered_victims(ctx, victims, preemptor):
+        local.evict(victim, action=action, for_job=preemptor.job.key, rule=rule.label.location if rule else "")
+    if fits(node):
+        local.pipeline(preemptor, name, eviction_occurred=local.evicts())
+        stmt.merge(local)
+        return True
+    local.discard()
+    return False
+
+
 # whole actions -------------------------------------------------------------------------------------
 EVICTING_ACTIONS = frozenset({"preempt", "reclaim"})
 
@@ -384,6 +417,11 @@ def never_worse(ctx: "ActionContext", run: Callable[["ActionContext"], None], *,
     pods, fewer evictions) is at least the witness's; otherwise it is undone and the witness's end
     state put back (the same decisions as a run of Volcano's, without running it again).
 
+    The optimize run sees the witness's operations (`ctx.witness`), from which preempt makes its joint
+    victim plan (`victim_plan`). The first plan asks nothing of the queues; when its run places less
+    (a queue's allocatable check refused a preemptor the plan had made too little room for), a second
+    run plans with floors: each queue's victims release at least what Volcano's run evicted there.
+
     The optimize run must fit in the session budget (`ctx.deadline`): it is not started once the
     budget is spent, and one that runs out stops at its next job and is discarded. Which run was kept,
     and why, goes to `ctx.optimize_runs` (the decision document's `stats.optimize`)."""
@@ -400,15 +438,22 @@ def never_worse(ctx: "ActionContext", run: Callable[["ActionContext"], None], *,
     ended = _Ended.of(ctx, witness, versions)
     _undo(ctx, witness, versions, lists)
     ctx.optimize_stopped = False
-    tried = _trial(ctx, run, "optimize")
-    if ctx.optimize_stopped:
-        reason = "budget-ran-out"
-    elif tried.merit() < witness.merit():
-        reason = "placed-less"
-    else:
-        _kept(ctx, action, kept="optimize", reason="no-worse")
-        return
-    _undo(ctx, tried, versions, lists)
+    for floored in (False, True):
+        ctx.witness, ctx.plan_floored, ctx.victim_plan = witness.journal, floored, None
+        try:
+            tried = _trial(ctx, run, "optimize")
+        finally:
+            planned, ctx.witness, ctx.victim_plan = ctx.victim_plan is not None, None, None
+        if ctx.optimize_stopped:
+            reason = "budget-ran-out"
+        elif tried.merit() < witness.merit():
+            reason = "placed-less"
+        else:
+            _kept(ctx, action, kept="optimize", reason="no-worse")
+            return
+        _undo(ctx, tried, versions, lists)
+        if reason != "placed-less" or not planned:
+            break  # without a plan a second run would be the same run
     ended.restore(ctx)
     _kept(ctx, action, kept="volcano", reason=reason)
 

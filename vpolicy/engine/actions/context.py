@@ -8,7 +8,8 @@ from typing import Any, Callable, TypeVar
 from vpolicy.engine.placement import FitErrors, Placement
 from vpolicy.engine.runtime import Runtime
 from vpolicy.engine.state import JobInfo, NodeInfo, SessionState, TaskInfo
-from vpolicy.engine.statement import Outcome, Statement
+from vpolicy.engine.statement import Operation, Outcome, Statement
+from vpolicy.engine.victim_plan import VictimPlan
 from vpolicy.model.snapshot import PodGroupPhase, TaskStatus
 
 
@@ -42,6 +43,11 @@ class ActionContext:
     node_candidates: dict[tuple[object, ...], dict[str, tuple[int, list[TaskInfo] | None]]] = field(
         default_factory=dict)
     victim_bounds: dict[tuple[object, ...], dict[str, tuple[int, Any]]] = field(default_factory=dict)
+    # while optimize mode runs an evicting action again: what Volcano's run of it committed
+    # (`optimize.never_worse`), and the joint victim plan the action made from it (`victim_plan`)
+    witness: list[Operation] | None = None
+    victim_plan: VictimPlan | None = None
+    plan_floored: bool = False  # the plan keeps each queue's evictions at least the witness's
 
     def eviction_failed_before(self, key: tuple[object, ...]) -> bool:
         return self.eviction_failures.get(key) == self.state.version

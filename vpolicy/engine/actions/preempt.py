@@ -7,16 +7,22 @@ until the preemptor fits; a node where it never fits gets its evictions rolled b
 """
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from vpolicy.engine import optimize
 from vpolicy.engine.actions.context import ActionContext
-from vpolicy.engine.actions.evict_common import fits_with, ordered_victims, useful_candidates
+from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims, useful_candidates
 from vpolicy.engine.heap import PriorityQueue, Queue
 from vpolicy.engine.placement import SPEC_READS, fits, task_key
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
+from vpolicy.engine.victim_plan import Option, VictimPlan, plan_victims
+from vpolicy.model.resources import Resources
 from vpolicy.model.snapshot import TaskStatus
 
 _PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
+PLAN_SECONDS = 10.0  # the most the joint victim plan may take when the session budget is unlimited
 
 
 def run(ctx: ActionContext) -> None:
@@ -40,6 +46,8 @@ def run(ctx: ActionContext) -> None:
             preemptors.setdefault(job.queue.name, PriorityQueue(rt.job_before)).push(job)
             tasks[job.key] = rt.task_queue(pending)
 
+    if ctx.optimize and ctx.witness is not None:
+        ctx.victim_plan = _victim_plan(ctx)
     while not queues.empty():
         queue = queues.pop()
         jobs = preemptors.get(queue.name)
@@ -98,6 +106,59 @@ def _preemptable_hosts(ctx: ActionContext) -> dict[str, frozenset[str]]:
     return {name: frozenset(nodes) for name, nodes in hosts.items()}
 
 
+def _victim_plan(ctx: ActionContext) -> VictimPlan | None:
+    """The joint victim plan (`engine.victim_plan`) for the GPU preemptors Volcano's run of this action
+    placed: each may use a node its predicates allow where its own victims (of the between-jobs phase:
+    same queue, another job; those the rules allow it there now) could make room. A preemptor with no
+    such node (it took room another's evictions left, or was placed by the within-job phase) is left
+    to the action's own choice; the plan with floors then keeps the room Volcano's run made."""
+    rt, placement = ctx.runtime, ctx.placement
+    assert ctx.witness is not None
+    placed = [op.task for op in ctx.witness if op.kind == "pipeline" and optimize.gpus(op.task.resreq)
+              and op.task.job is not None]
+    kinds: dict[tuple[object, ...], list[Option]] = {}
+
+    def keep_for(p: TaskInfo) -> Callable[[TaskInfo], bool]:
+        job = p.job
+        assert job is not None
+        return lambda t: t.job is not None and t.job.queue is job.queue and t.job is not job and _evictable(t, p)
+
+    def options(p: TaskInfo) -> list[Option]:
+        assert p.job is not None
+        kind = (p.job.key, task_key(p, SPEC_READS))
+        if kind not in kinds:
+            keep, found = keep_for(p), []
+            for node in placement.preempt_nodes(p):
+                candidates = candidates_on(node, keep)
+                victims = rt.victims("preemptable", p, candidates)[0] if candidates else []
+                if fits_with(victims, p, node) and rt.predicate(p, node) is None:
+                    found.append(Option(node, tuple(victims)))
+            kinds[kind] = found
+        return kinds[kind]
+
+    planned = [p for p in placed if options(p)]
+    if not planned:
+        return None
+    planned_jobs = {p.job.key for p in planned if p.job is not None}
+    floors: dict[str, Resources] = {}
+    for op in ctx.witness if ctx.plan_floored else ():
+        if op.kind == "evict" and op.for_job in planned_jobs and op.task.job is not None:
+            name = op.task.job.queue.name
+            floors[name] = floors.get(name, Resources()) + op.task.resreq.without("pods")
+    budgets: dict[str, int] = {}
+    for p in planned:
+        for option in options(p):
+            for v in option.victims:
+                if v.job is not None and v.job.key not in budgets:
+                    mine = [t for t in v.job.tasks if keep_for(p)(t)]
+                    budgets[v.job.key] = len(rt.victims("preemptable", p, mine)[0])
+    left = ctx.deadline - time.perf_counter() if ctx.deadline is not None else PLAN_SECONDS
+    if left <= 0:
+        return None
+    return plan_victims(planned, options, gpus=lambda t: optimize.gpus(t.resreq), budgets=budgets,
+                        floors=floors, time_limit=min(left, PLAN_SECONDS))
+
+
 def _evictable(task: TaskInfo, preemptor: TaskInfo) -> bool:
     status = task.status  # identity tests: hashing an Enum member runs Python code
     if not (status is TaskStatus.RUNNING or status is TaskStatus.BOUND) or not task.preemptable:
@@ -112,6 +173,11 @@ def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, 
     node's candidates are kept for them until that node changes; only `hosts` can hold a victim."""
     if preemptor.pod.preemption_policy == "Never" or preemptor.job is None:
         return False
+    queue = preemptor.job.queue
+    if ctx.victim_plan is not None and optimize.evict_planned(
+            ctx, stmt, preemptor, callback="preemptable", keep=keep, action="preempt",
+            fits=lambda n: _fits(ctx, queue, preemptor, n)):
+        return True  # before the failure memo: the plan may hold for this sibling where another failed
     key = ("preempt", memo, preemptor.job.key, task_key(preemptor, SPEC_READS))
     if ctx.eviction_failed_before(key):
         return False

@@ -1,0 +1,99 @@
+"""`engine.victim_plan`: the joint victim plan places every preemptor it is given, with the fewest GPU
+pods evicted for all of them together, within each job's victim budget and each queue's floor."""
+from __future__ import annotations
+
+from vpolicy.engine.state import NodeInfo, SessionState, TaskInfo
+from vpolicy.engine.victim_plan import Option, plan_victims
+from vpolicy.model.resources import Resources
+from vpolicy.model.snapshot import PodGroupPhase
+
+from tests.engine.build import GIB, GPU, node, pod, podgroup, running, snapshot
+
+
+def _state() -> SessionState:
+    """n0: one 4-GPU pod `big-0` beside four 1-GPU pods `small-*`; n1: one 8-GPU pod `whole-0`. All
+    low priority, of three jobs of one queue. p0 and p1 are pending 4-GPU pods of another job."""
+    pods = [running("big-0", "big", "n0", gpu=4000, cpu=0, memory=0),
+            *(running(f"small-{i}", "small", "n0", gpu=1000, cpu=0, memory=0) for i in range(4)),
+            running("whole-0", "whole", "n1", gpu=8000, cpu=0, memory=0),
+            pod("p-0", "p", gpu=4000, cpu=0, memory=0, priority=100),
+            pod("p-1", "p", gpu=4000, cpu=0, memory=0, priority=100)]
+    groups = [podgroup(name, phase=PodGroupPhase.RUNNING) for name in ("big", "small", "whole")]
+    return SessionState(snapshot(nodes=[node(n, cpu=32_000, memory=64 * GIB, gpu=8000) for n in ("n0", "n1")],
+                                 podgroups=[*groups, podgroup("p", min_member=2)], pods=pods))
+
+
+def _tasks(state: SessionState) -> dict[str, TaskInfo]:
+    return {t.name: t for job in state.jobs.values() for t in job.tasks}
+
+
+def _everything_allowed(state: SessionState):  # type: ignore[no-untyped-def]  # reason: test helper
+    """Every running pod on a node is a victim any preemptor may take there."""
+    def options(p: TaskInfo) -> list[Option]:
+        return [Option(n, tuple(t for t in n.tasks if t.node_name == n.name)) for n in state.nodes.values()]
+    return options
+
+
+def _gpus(t: TaskInfo) -> int:
+    return t.resreq.get(GPU, 0) // 1000
+
+
+def _evicted(plan) -> set[str]:  # type: ignore[no-untyped-def]  # reason: VictimPlan
+    return {v.name for victims in plan.victims_on.values() for v in victims}
+
+
+def test_two_preemptors_share_one_eviction_rather_than_taking_four_small_pods() -> None:
+    """Two 4-GPU preemptors: evicting `whole-0` (one GPU pod) makes room for both on n1; `big-0` plus
+    the small pods would cost five. One by one, each would take a single pod (big-0, then whole-0):
+    two in all."""
+    state = _state()
+    tasks = _tasks(state)
+    plan = plan_victims([tasks["p-0"], tasks["p-1"]], _everything_allowed(state), gpus=_gpus, budgets={},
+                        floors={}, time_limit=10)
+    assert plan is not None
+    assert _evicted(plan) == {"whole-0"}
+    assert plan.node_of == {tasks["p-0"].uid: "n1", tasks["p-1"].uid: "n1"}
+
+
+def test_a_job_budget_keeps_its_pods_and_the_plan_looks_elsewhere() -> None:
+    state = _state()
+    tasks = _tasks(state)
+    plan = plan_victims([tasks["p-0"]], _everything_allowed(state), gpus=_gpus,
+                        budgets={"ns/big": 0, "ns/whole": 0}, floors={}, time_limit=10)
+    assert plan is not None
+    assert _evicted(plan) == {f"small-{i}" for i in range(4)}
+
+
+def test_a_floor_asks_the_queue_to_release_at_least_what_it_names() -> None:
+    """One 4-GPU preemptor, but the queue must release 8 GPUs: whole-0 (one pod) rather than big-0 and
+    four small pods."""
+    state = _state()
+    tasks = _tasks(state)
+    one = plan_victims([tasks["p-0"]], _everything_allowed(state), gpus=_gpus, budgets={}, floors={},
+                       time_limit=10)
+    floored = plan_victims([tasks["p-0"]], _everything_allowed(state), gpus=_gpus, budgets={},
+                           floors={"q0": Resources({GPU: 8000})}, time_limit=10)
+    assert one is not None and _evicted(one) == {"big-0"}  # fewest GPUs among one-pod sets
+    assert floored is not None and _evicted(floored) == {"whole-0"}
+
+
+def test_no_plan_when_a_preemptor_cannot_be_placed() -> None:
+    state = _state()
+    tasks = _tasks(state)
+    nowhere: dict[str, list[Option]] = {}
+    assert plan_victims([tasks["p-0"]], lambda p: nowhere.get(p.uid, []), gpus=_gpus, budgets={}, floors={},
+                        time_limit=10) is None
+    # with big-0 and whole-0 kept by their jobs' budgets only the small pods' 4 GPUs can be freed: room
+    # for one 4-GPU preemptor, not two
+    budgets = {"ns/big": 0, "ns/whole": 0}
+    assert plan_victims([tasks["p-0"], tasks["p-1"]], _everything_allowed(state), gpus=_gpus, budgets=budgets,
+                        floors={}, time_limit=10) is None
+
+
+def test_room_already_free_costs_nothing() -> None:
+    state = _state()
+    tasks = _tasks(state)
+    empty = NodeInfo(node("n2", cpu=32_000, memory=64 * GIB, gpu=8000))
+    plan = plan_victims([tasks["p-0"]], lambda p: [Option(empty, ()), *_everything_allowed(state)(p)],
+                        gpus=_gpus, budgets={}, floors={}, time_limit=10)
+    assert plan is not None and _evicted(plan) == set() and plan.node_of == {tasks["p-0"].uid: "n2"}
