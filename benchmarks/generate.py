@@ -16,9 +16,10 @@ Workloads differ in how the cluster is filled and what is pending:
 - `fragmentation`: 30% of the GPU nodes empty, the rest holding 1-7 GPUs in 1- and 2-GPU pods; pending
   whole-node gangs (8 GPUs per pod) for about 90% of the empty nodes' GPUs, and small 1/2/4-GPU jobs
   for about 90% of the fragments — spreading small pods over empty nodes strands the gangs.
-- `preemption`: GPU nodes full of low-priority running GPU pods (most of those jobs elastic,
-  minMember 1) and CPU nodes 50-80% used; high-priority GPU gangs, already Inqueue, pending in the same
-  queues for about 30% of the cluster's GPUs.
+- `preemption`: GPU nodes full, each node of one GPU team (queue): a normal-priority training pod
+  or two of 4 or 8 GPUs, the rest filled by the team's low-priority 1- and 2-GPU pods (most running
+  GPU jobs elastic, minMember 1); CPU nodes 50-80% used; high-priority GPU gangs of 4- or 8-GPU pods,
+  already Inqueue, pending in the same queues for about 30% of the cluster's GPUs.
 
 The same (size, workload, seed) always gives the same snapshot; the sizes S, M and L differ only in
 counts (10 pending pods per node). This module only builds data; `benchmarks.run` times sessions.
@@ -245,9 +246,9 @@ class _Builder:
                                                                   (6, 10), (7, 20))) for _ in gpu_nodes]
             sizes, priority = ((1, 60), (2, 40)), "normal"
         else:
-            # Mostly whole- and half-node pods, so most nodes hold one or two queues' pods.
-            used = [8 if rng.random() < 0.9 else rng.choice((6, 7)) for _ in gpu_nodes]
-            sizes, priority = ((8, 50), (4, 30), (2, 15), (1, 5)), "low"
+            totals = {n.name: 8 if rng.random() < 0.9 else rng.choice((6, 7)) for n in gpu_nodes}
+            self._fill_team_nodes(gpu_nodes, totals)
+            return [gpus(self._used_by_node()[n.name]) for n in gpu_nodes]
 
         targets = iter(used)
 
@@ -266,9 +267,41 @@ class _Builder:
                 used_now[pod.node_name] += gpus(pod.resreq)
         return [used_now[n.name] for n in gpu_nodes]
 
+    def _fill_team_nodes(self, gpu_nodes: Sequence[snap.Node], totals: dict[str, int]) -> None:
+        """The preemption workload's GPU nodes: each belongs to one GPU team (a queue, by weight), as
+        with per-team node pools; normal-priority training pods of 4 or 8 GPUs come first (4 GPUs' worth
+        on 80% of the nodes, 8 on 20%), then the team's low-priority 1- and 2-GPU experiments fill
+        the node to `totals` GPUs. A preemptor that needs 4 GPUs can then take one training pod, or the
+        several small pods that Volcano's lowest-priority-first victim order evicts."""
+        rng = self.rng
+        team = {n.name: _pick_queue(rng, gpu=True) for n in gpu_nodes}
+        training = {n.name: _weighted(rng, ((4, 80), (8, 20))) for n in gpu_nodes}
+
+        def up_to(limit: dict[str, int]) -> Callable[[snap.Node], Resources]:
+            return lambda node: Resources({**GPU_NODE.to_dict(), GPU: limit[node.name] * 1000})
+
+        def jobs_of(queue: str, priority: str, sizes: tuple[tuple[int, int], ...]) -> Callable[[], _Job]:
+            return lambda: self._new_job(queue, priority, self._gpu_request(_weighted(rng, sizes)),
+                                         rng.randint(1, 8), gpu=True)
+
+        teams = [(queue, [n for n in gpu_nodes if team[n.name] == queue]) for queue in GPU_QUEUES]
+        for queue, nodes in teams:
+            self._fill(nodes, up_to(training), jobs_of(queue, "normal", ((4, 60), (8, 40))))
+        used = self._used_by_node()
+        for queue, nodes in teams:
+            self._fill(nodes, up_to(totals), jobs_of(queue, "low", ((1, 60), (2, 40))), used=used)
+
+    def _used_by_node(self) -> dict[str, Resources]:
+        used: dict[str, Resources] = {}
+        for pod in self.pods:
+            if pod.node_name:
+                used[pod.node_name] = used.get(pod.node_name, Resources()) + pod.resreq
+        return used
+
     def _fill(self, nodes: Sequence[snap.Node], target: Callable[[snap.Node], Resources],
-              new_job: Callable[[], _Job]) -> None:
+              new_job: Callable[[], _Job], *, used: dict[str, Resources] | None = None) -> None:
         """Place pods of running jobs on each node up to its target; a job spans nodes until it is full.
+        `used`: what the nodes already hold (else only the system pod).
 
         A pod never makes a node exceed its target or its allocatable (on every resource). When the
         current job's pod no longer fits, the job usually resumes on the next node and other jobs fill
@@ -277,14 +310,14 @@ class _Builder:
         job: _Job | None = None
         for node in nodes:
             limit = target(node)
-            used = Resources(SYSTEM_POD)
+            taken = used[node.name] if used is not None else Resources(SYSTEM_POD)
             carried: _Job | None = None
             misses = 0
             while misses < 6:
                 job = job or new_job()
-                after = used + job.request
+                after = taken + job.request
                 if after.le(limit) and after.le(node.allocatable):
-                    used = after
+                    taken = after
                     job.pods.append(self._running_pod(job, node.name))
                     if len(job.pods) == job.replicas:
                         self._close_running(job)
@@ -361,7 +394,7 @@ class _Builder:
         else:
             total_gpus = 8 * len(gpu_used)
             asked = gpu_jobs(int(0.3 * total_gpus),
-                             lambda: self._pending_job(gpu=True, gpus_per_pod=rng.choice((4, 8)),
+                             lambda: self._pending_job(gpu=True, gpus_per_pod=_weighted(rng, ((4, 2), (8, 1))),
                                                        priority=rng.choice(("high", "urgent")),
                                                        sizes=((1, 30), (2, 30), (4, 30), (8, 10))),
                              lambda: True)

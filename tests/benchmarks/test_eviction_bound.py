@@ -14,11 +14,13 @@ from tests.engine.build import node, pod, podgroup, running, snapshot
 from vpolicy.model.snapshot import PodGroupPhase
 
 
-@pytest.mark.parametrize("seed", [1, 3])  # S seeds whose preempt evicts GPU pods
+@pytest.mark.parametrize("seed", [5, 8])  # S seeds whose preempt evicts GPU pods, the same in both modes
 def test_no_session_evicts_fewer_gpu_pods_than_the_bound(seed: int) -> None:
+    """The bound is for optimize's preemptors; Volcano's run is held to it where it placed the same."""
     result = eviction_bound.check(gen.SIZES["S"], seed=seed, time_limit=30)
     bound = result["bound"]
     assert bound["proven"] and bound["preemptors"] > 0 and result["volcano"]["evicted_gpu_pods"] > 0, result
+    assert result["same_preemptors"], result
     for mode in ("volcano", "optimize"):
         assert result[mode]["evicted_gpu_pods"] >= bound["milp"], (mode, result)
 

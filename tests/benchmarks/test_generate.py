@@ -115,14 +115,20 @@ def test_fragmentation_leaves_some_gpu_nodes_empty_and_the_others_partly_used() 
     assert generated.pending_gpus <= generated.free_gpus
 
 
-def test_preemption_fills_the_gpus_with_low_priority_pods_and_queues_high_priority_gangs() -> None:
+def test_preemption_fills_each_gpu_node_with_one_teams_training_and_small_low_priority_pods() -> None:
     generated = gen.generate(gen.SIZES["S"], "preemption", seed=1)
     snapshot = generated.snapshot
     assert generated.free_gpus <= 0.1 * 8 * generated.gpu_nodes
     running_gpu = [p for p in snapshot.pods if gen.gpus(p.resreq) and p.status is TaskStatus.RUNNING]
     pending_gpu = [p for p in snapshot.pods if gen.gpus(p.resreq) and p.status is TaskStatus.PENDING]
-    assert {p.priority_class_name for p in running_gpu} == {"low"}
+    assert {(p.priority_class_name, gen.gpus(p.resreq)) for p in running_gpu} == {
+        ("normal", 4), ("normal", 8), ("low", 1), ("low", 2)}
+    teams: dict[str, set[str]] = {}
+    for p in running_gpu:
+        teams.setdefault(p.node_name, set()).add(p.namespace)
+    assert all(len(team) == 1 for team in teams.values())
     assert {p.priority_class_name for p in pending_gpu} <= {"high", "urgent"}
+    assert {gen.gpus(p.resreq) for p in pending_gpu} == {4, 8}
     assert {p.namespace for p in pending_gpu} <= {p.namespace for p in running_gpu}
 
 
