@@ -93,15 +93,21 @@ def plan_victims(preemptors: Sequence[TaskInfo], options: Callable[[TaskInfo], S
         lower.append(low)
         upper.append(high)
 
-    for i in range(len(preemptors)):  # each preemptor on one node
-        constrain([(k, 1.0) for k, pair in enumerate(pairs) if pair[0] == i], 1.0, 1.0)
+    columns_of: list[list[int]] = [[] for _ in preemptors]
+    nodes: dict[str, NodeInfo] = {}
+    placed_on: dict[str, list[tuple[int, TaskInfo]]] = {}  # node name -> (x column, preemptor)
+    for k, (i, node, _v) in enumerate(pairs):
+        columns_of[i].append(k)
+        nodes[node.name] = node
+        placed_on.setdefault(node.name, []).append((k, preemptors[i]))
+    for ks in columns_of:  # each preemptor on one node
+        constrain([(k, 1.0) for k in ks], 1.0, 1.0)
     dims = sorted({CPU, MEMORY}.union(*(p.resreq.keys() for p in preemptors)))
-    nodes = {node.name: node for _i, node, _v in pairs}
     on_node: dict[str, list[TaskInfo]] = {name: [] for name in nodes}
     for v in victims.values():
         on_node[v.node_name].append(v)
     for name, node in nodes.items():  # room on every node
-        here = [(k, preemptors[i]) for k, (i, n, _v) in enumerate(pairs) if n.name == name]
+        here = placed_on[name]
         for d in dims:
             entries = [(k, float(p.resreq.get(d, 0))) for k, p in here]
             entries += [(column[v.uid], -float(v.resreq.get(d, 0))) for v in on_node[name]]
