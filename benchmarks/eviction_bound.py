@@ -51,6 +51,7 @@ def eviction_bound(snapshot: ClusterSnapshot, preemptors: Sequence[str], *, bind
     """The MILP lower bound on evicted GPU pods for pipelining `preemptors` (pod keys; module docstring);
     `binds` (pod key -> node) are the session's own placements, whose GPUs are no longer free."""
     from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]  # reason: no stubs
+    from scipy.sparse import coo_array  # type: ignore[import-untyped]  # reason: no stubs
 
     pods = {p.key: p for p in snapshot.pods}
     groups = {f"{g.namespace}/{g.name}": g for g in snapshot.podgroups}
@@ -73,46 +74,47 @@ def eviction_bound(snapshot: ClusterSnapshot, preemptors: Sequence[str], *, bind
     n_p, n_n = len(placed), len(nodes)
     nx = n_p * n_n  # x[p, n]: preemptor p on node n; then y[v]: victim v evicted
     nv = nx + len(victims)
-    rows: list[np.ndarray] = []
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
     lo: list[float] = []
     hi: list[float] = []
 
-    def add(row: np.ndarray, low: float, high: float) -> None:
-        rows.append(row)
+    def add(entries: Mapping[int, float], low: float, high: float) -> None:
+        """One constraint, sparse: at L a dense row per constraint took more memory than the machine has."""
+        for col, val in entries.items():
+            rows.append(len(lo))
+            cols.append(col)
+            vals.append(val)
         lo.append(low)
         hi.append(high)
 
     for i in range(n_p):
-        row = np.zeros(nv)
-        row[i * n_n:(i + 1) * n_n] = 1
-        add(row, 1, 1)
+        add({i * n_n + k: 1.0 for k in range(n_n)}, 1, 1)
+    on_node: defaultdict[str, list[int]] = defaultdict(list)
+    for t, v in enumerate(victims):
+        on_node[v.node_name].append(t)
     for k, node in enumerate(nodes):
-        row = np.zeros(nv)
-        for i, p in enumerate(placed):
-            row[i * n_n + k] = gen.gpus(p.resreq)
-        for t, v in enumerate(victims):
-            if v.node_name == node.name:
-                row[nx + t] = -gen.gpus(v.resreq)
+        row = {i * n_n + k: float(gen.gpus(p.resreq)) for i, p in enumerate(placed)}
+        row.update({nx + t: -float(gen.gpus(victims[t].resreq)) for t in on_node[node.name]})
         add(row, -np.inf, gen.gpus(node.allocatable) - used[node.name])
     for t, v in enumerate(victims):
-        row = np.zeros(nv)
-        row[nx + t] = 1
+        row = {nx + t: 1.0}
         k = index[v.node_name]
         for i, p in enumerate(placed):
             if _queue(groups, p) == _queue(groups, v) and p.priority > v.priority and _job(p) != _job(v):
-                row[i * n_n + k] = -1
+                row[i * n_n + k] = -1.0
         add(row, -np.inf, 0)
     by_job: defaultdict[str, list[int]] = defaultdict(list)
     for t, v in enumerate(victims):
         by_job[_job(v)].append(t)
     for job, members in by_job.items():
         group = groups.get(job)
-        row = np.zeros(nv)
-        row[[nx + t for t in members]] = 1
-        add(row, -np.inf, max(0, ready[job] - (group.min_member if group else 1)))
+        add({nx + t: 1.0 for t in members}, -np.inf, max(0, ready[job] - (group.min_member if group else 1)))
     objective = np.zeros(nv)
     objective[nx:] = 1
-    result = milp(objective, constraints=LinearConstraint(np.array(rows), np.array(lo), np.array(hi)),
+    matrix = coo_array((vals, (rows, cols)), shape=(len(lo), nv)).tocsr()
+    result = milp(objective, constraints=LinearConstraint(matrix, np.array(lo), np.array(hi)),
                   bounds=Bounds(np.zeros(nv), np.ones(nv)), integrality=np.ones(nv),
                   options={"time_limit": time_limit})
     proven = result.status == 0

@@ -358,7 +358,7 @@ def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo,
 
 def evict_planned(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo, *, callback: str,
                   keep: Callable[[TaskInfo], bool], action: str, fits: Callable[[NodeInfo], bool]) -> bool:
-    """Preempt/reclaim for one task as the action's joint victim plan (`ctx.victim_plan`) says, if the
+    """Preempt for one task as the action's joint victim plan (`ctx.victim_plan`) says, if the
     rules still agree: on the planned node, the victims planned there that `keep` accepts and the
     `callback` rules allow now are evicted (the plan's victims on a node serve all its preemptors; the
     first takes them all, the others find the room), and the task is pipelined if `fits(node)` (the
