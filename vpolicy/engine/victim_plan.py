@@ -5,7 +5,7 @@ Why joint: the cheapest victims for each preemptor in turn are not the cheapest 
 preemptor that evicts one 4-GPU pod where Volcano evicted four 1-GPU pods saves three pods, but it
 may take the node a later gang needed, or leave its queue holding more than its deserved share, so
 the later gang no longer fits (on the generated preemption clusters at M, seeds 1-3, the one-by-one
-choice placed 228 of 236, 280 of 296 and 172 of 204 GPUs, and never_worse threw it away). Choosing
+choice placed 180 of 184, 188 of 196 and 120 of 152 GPUs, and never_worse threw it away). Choosing
 for all of Volcano's preemptors at once keeps room for every one of them.
 
 The plan is a mixed-integer program, solved by HiGHS (`scipy.optimize.milp`):
