@@ -365,7 +365,7 @@ def test_the_victim_plan_with_floors_leaves_the_room_a_later_preemptor_takes() -
     assert merits[1][1][0] < merits[0][1][0] == merits[2][1][0]
     assert optimized["pipelined"] == volcano["pipelined"] == {"ns/p1-0": "n0", "ns/p2-0": "n0"}
     assert optimized["evictions"] == volcano["evictions"]
-    assert optimized["stats"]["optimize"]["preempt"]["reason"] == "no-worse"  # type: ignore[index]  # reason: JSON
+    assert optimized["stats"]["optimize"]["preempt"]["reason"] == "same-decisions"  # type: ignore[index]  # reason: JSON
 
 
 def test_optimize_keeps_volcanos_preempt_where_cheaper_victims_place_less() -> None:
@@ -422,9 +422,39 @@ def test_a_spent_budget_keeps_volcanos_victims_and_says_so() -> None:
     assert "optimize" not in run_session(snap, policy, mode="volcano").decisions.stats
 
 
+def _zone_a(n: object, *, ready: bool = True) -> object:
+    return replace(n, labels={"zone": "a"}, unschedulable=True, ready=ready)  # type: ignore[type-var]  # reason: Node
+
+
+# Found by hypothesis: optimize's preempt decides nothing, as Volcano's does, but a statement it discards
+# moves pg0-t-3 to the end of n1's tasks; reclaim's run, stopped by the budget, then started from that
+# order unless the session kept Volcano's end state for a run that decided the same.
+REORDERED_BY_AN_UNDONE_EVICTION = snapshot(
+    nodes=[_zone_a(node(f"n{i}", cpu=1000, memory=GIB, pods=2), ready=i == 1) for i in range(3)],
+    queues=[queue("q0", reclaimable=False)],
+    priority_classes=[PriorityClass("low", 10), PriorityClass("high", 1000),
+                      PriorityClass("normal", 100, global_default=True)],
+    podgroups=[podgroup("pg0", min_member=0, priority_class="low"),
+               replace(podgroup("pg1", min_member=0), creation=1.0),
+               replace(podgroup("pg2", phase=PodGroupPhase.PENDING), creation=2.0),
+               replace(podgroup("pg3", min_member=0, phase=PodGroupPhase.PENDING), creation=3.0),
+               replace(podgroup("pg4", min_member=0, phase=PodGroupPhase.PENDING), creation=4.0)],
+    pods=[replace(pod(f"pg0-t-{i}", "pg0", cpu=0, memory=0, preemptable=False), creation=float(i),
+                  node_selector={"zone": "a"} if i == 2 else {}) for i in range(3)]
+    + [replace(running("pg0-t-3", "pg0", "n1", cpu=0, memory=0), creation=3.0),
+       replace(pod("pg1-t-0", "pg1", cpu=0, memory=0, preemptable=False), node_selector={"zone": "a"}),
+       replace(running("pg1-t-1", "pg1", "n1", cpu=0, memory=0, preemptable=False), creation=1.0),
+       *(replace(pod(f"pg1-t-{i}", "pg1", cpu=0, memory=0, preemptable=False), creation=float(i)) for i in (2, 3)),
+       pod("pg2-t-0", "pg2", cpu=0, memory=GIB // 2, preemptable=False),
+       *(replace(pod(f"pg{g}-t-0", f"pg{g}", cpu=0, memory=0, preemptable=False), node_selector={"zone": "a"})
+         for g in (3, 4))],
+)
+
+
 @OPTIMIZE_PROPERTY
 @example(snap=_preemption(), checks_left=1)
 @example(snap=REORDERED_BY_A_DISCARD, checks_left=1)
+@example(snap=REORDERED_BY_AN_UNDONE_EVICTION, checks_left=3)
 @given(snap=clusters(), checks_left=st.integers(min_value=1, max_value=6))
 def test_a_run_that_runs_out_of_budget_leaves_volcanos_decisions_exactly(snap: ClusterSnapshot,
                                                                          checks_left: int) -> None:

@@ -415,7 +415,10 @@ def never_worse(ctx: "ActionContext", run: Callable[["ActionContext"], None], *,
     run can place more. Volcano's run is taken first as the witness, kept aside and undone, then the
     optimize run is kept when its merit (`_Trial.merit`: GPUs placed, pods placed, fewer evicted GPU
     pods, fewer evictions) is at least the witness's; otherwise it is undone and the witness's end
-    state put back (the same decisions as a run of Volcano's, without running it again).
+    state put back (the same decisions as a run of Volcano's, without running it again). An optimize
+    run that decided exactly what the witness did is undone too: its discarded statements may have
+    left the nodes' tasks in another order, and victims of equal order are taken in list order, so a
+    later action could otherwise decide other than after Volcano's run.
 
     The optimize run sees the witness's operations (`ctx.witness`), from which preempt makes its joint
     victim plan (`victim_plan`). The first plan asks nothing of the queues; when its run places less
@@ -448,6 +451,8 @@ def never_worse(ctx: "ActionContext", run: Callable[["ActionContext"], None], *,
             reason = "budget-ran-out"
         elif tried.merit() < witness.merit():
             reason = "placed-less"
+        elif ended.decisions() == _decisions(tried):
+            reason = "same-decisions"  # Volcano's end state then, task order on the nodes included
         else:
             _kept(ctx, action, kept="optimize", reason="no-worse")
             return
@@ -461,10 +466,16 @@ def never_worse(ctx: "ActionContext", run: Callable[["ActionContext"], None], *,
 # Why never_worse kept the run it kept: the reason (short, a metric label) and its words for people.
 KEPT_BECAUSE = {
     "no-worse": "it placed at least as much and evicted no more",
+    "same-decisions": "the optimize run decided what Volcano's did",
     "placed-less": "the optimize run placed less, or evicted more, than Volcano's",
     "budget-spent": "the session budget was spent before the optimize run",
     "budget-ran-out": "the optimize run stopped at the session budget",
 }
+
+
+def _decisions(trial: _Trial) -> frozenset[tuple[str, str, str]]:
+    """`_Ended.decisions` of a trial that has just run: its tasks are where it left them."""
+    return frozenset((op.kind, op.task.uid, op.task.node_name) for op in trial.journal)
 
 
 def _kept(ctx: "ActionContext", action: str, *, kept: str, reason: str) -> None:
@@ -518,6 +529,10 @@ class _Ended:
     placements: list[tuple[TaskInfo, tuple[str, str] | None]]
     lists: dict[str, list[TaskInfo]]
     added: tuple[list[TaskInfo], list[TaskInfo], list["Operation"]]
+
+    def decisions(self) -> frozenset[tuple[str, str, str]]:
+        """What the trial decided: each committed operation's kind, task and node at the end."""
+        return frozenset((op.kind, op.task.uid, node_name) for op, _status, node_name, _flag in self.ends)
 
     @classmethod
     def of(cls, ctx: "ActionContext", trial: _Trial, versions: np.ndarray) -> "_Ended":
