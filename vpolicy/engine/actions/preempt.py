@@ -22,7 +22,7 @@ from vpolicy.model.resources import Resources
 from vpolicy.model.snapshot import TaskStatus
 
 _PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
-PLAN_SECONDS = 10.0  # the most the joint victim plan may take when the session budget is unlimited
+PLAN_SECONDS = 60.0  # the most the joint victim plan may take when the session budget is unlimited (L: 8 s)
 
 
 def run(ctx: ActionContext) -> None:
