@@ -248,7 +248,8 @@ class _Builder:
         else:
             totals = {n.name: 8 if rng.random() < 0.9 else rng.choice((6, 7)) for n in gpu_nodes}
             self._fill_team_nodes(gpu_nodes, totals)
-            return [gpus(self._used_by_node()[n.name]) for n in gpu_nodes]
+            filled = self._used_by_node()
+            return [gpus(filled[n.name]) for n in gpu_nodes]
 
         targets = iter(used)
 
