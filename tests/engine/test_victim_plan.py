@@ -2,8 +2,10 @@
 pods evicted for all of them together, within each job's victim budget and each queue's floor."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from vpolicy.engine.state import NodeInfo, SessionState, TaskInfo
-from vpolicy.engine.victim_plan import Option, plan_victims
+from vpolicy.engine.victim_plan import Option, VictimPlan, plan_victims
 from vpolicy.model.resources import Resources
 from vpolicy.model.snapshot import PodGroupPhase
 
@@ -27,7 +29,7 @@ def _tasks(state: SessionState) -> dict[str, TaskInfo]:
     return {t.name: t for job in state.jobs.values() for t in job.tasks}
 
 
-def _everything_allowed(state: SessionState):  # type: ignore[no-untyped-def]  # reason: test helper
+def _everything_allowed(state: SessionState) -> Callable[[TaskInfo], list[Option]]:
     """Every running pod on a node is a victim any preemptor may take there."""
     def options(p: TaskInfo) -> list[Option]:
         return [Option(n, tuple(t for t in n.tasks if t.node_name == n.name)) for n in state.nodes.values()]
@@ -38,7 +40,7 @@ def _gpus(t: TaskInfo) -> int:
     return t.resreq.get(GPU, 0) // 1000
 
 
-def _evicted(plan) -> set[str]:  # type: ignore[no-untyped-def]  # reason: VictimPlan
+def _evicted(plan: VictimPlan) -> set[str]:
     return {v.name for victims in plan.victims_on.values() for v in victims}
 
 
