@@ -43,7 +43,7 @@ class Metrics:
         self.events = prom.Counter("vpolicy_events_total", "Events written", ["reason"], registry=r)
         self.optimize_runs = prom.Counter(
             "vpolicy_optimize_runs_total", "Evicting actions run in optimize mode, by the run kept (optimize's or "
-            "Volcano's) and why (no-worse, same-decisions, placed-less, budget-spent, budget-ran-out)", ["action", "kept", "reason"],
+            "Volcano's) and why (better, no-better, placed-less, budget-spent, budget-ran-out)", ["action", "kept", "reason"],
             registry=r)
         self.leader = prom.Gauge("vpolicy_leader", "1 while this process holds the lease (or needs none)",
                                  registry=r)

@@ -12,7 +12,6 @@ from vpolicy.engine.session import run_session
 from vpolicy.engine.validate import validate
 
 
-
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(min_value=1, max_value=100_000))
 def test_planned_preemption_keeps_the_rules_and_never_does_worse(seed: int) -> None:

@@ -69,7 +69,7 @@ def test_optimize_mode_says_which_run_of_each_evicting_action_it_kept(tmp_path: 
     code, out, _ = run(capsys, "dry-run", "--cluster", str(ROOT / "examples/cluster.yaml"), "--conf",
                        str(tmp_path / "conf.yaml"))
     assert code == 0
-    assert "optimize: preempt kept volcano's run: the optimize run decided what Volcano's did" in out
+    assert "optimize: preempt kept volcano's run: the optimize run did no better than Volcano's" in out
 
 
 @pytest.mark.parametrize("cluster, conf, expected", [

@@ -398,12 +398,13 @@ class _Trial:
     marks: tuple[int, int, int]
     placements_kept: list[tuple[TaskInfo, tuple[str, str] | None]] = field(default_factory=list)
 
-    def merit(self) -> tuple[int, int, int, int]:
-        """GPUs placed, pods placed, then fewer evicted GPU pods, fewer evictions: higher is better."""
+    def merit(self) -> tuple[int, int, int, int, int, int]:
+        """GPUs placed, pods placed, then the victims' cost as `victim_cost` ranks it (fewer GPU pods,
+        GPUs, pods, lower priorities): higher is better."""
         placed = [op.task for op in self.journal if op.kind != "evict"]
         evicted = [op.task for op in self.journal if op.kind == "evict"]
-        return (sum(gpus(t.resreq) for t in placed), len(placed),
-                -sum(1 for t in evicted if gpus(t.resreq)), -len(evicted))
+        return (sum(gpus(t.resreq) for t in placed), len(placed), -sum(1 for t in evicted if gpus(t.resreq)),
+                -sum(gpus(t.resreq) for t in evicted), -len(evicted), -sum(t.priority for t in evicted))
 
 
 def never_worse(ctx: "ActionContext", run: Callable[["ActionContext"], None], *, action: str) -> None:
@@ -413,12 +414,12 @@ def never_worse(ctx: "ActionContext", run: Callable[["ActionContext"], None], *,
     greedy order sometimes evicts a larger pod, and a later preemptor, of this job or another, takes
     the room left over without evicting anything (ValidateVictims asks for no victim), so the greedy
     run can place more. Volcano's run is taken first as the witness, kept aside and undone, then the
-    optimize run is kept when its merit (`_Trial.merit`: GPUs placed, pods placed, fewer evicted GPU
-    pods, fewer evictions) is at least the witness's; otherwise it is undone and the witness's end
-    state put back (the same decisions as a run of Volcano's, without running it again). An optimize
-    run that decided exactly what the witness did is undone too: its discarded statements may have
-    left the nodes' tasks in another order, and victims of equal order are taken in list order, so a
-    later action could otherwise decide other than after Volcano's run.
+    optimize run is kept when its merit (`_Trial.merit`: GPUs placed, pods placed, then fewer evicted
+    GPU pods, GPUs, pods, lower victim priorities) is above the witness's; otherwise it is undone and
+    the witness's end state put back (the same decisions as a run of Volcano's, without running it
+    again). A run only as good keeps Volcano's too: optimize departs from Volcano's choices only where
+    that gains something, and even a run that decided the same may have left the nodes' tasks in
+    another order (its discarded statements), where victims of equal order are taken in list order.
 
     The optimize run sees the witness's operations (`ctx.witness`), from which preempt makes its joint
     victim plan (`victim_plan`). The first plan asks nothing of the queues; when its run places less
@@ -451,10 +452,10 @@ def never_worse(ctx: "ActionContext", run: Callable[["ActionContext"], None], *,
             reason = "budget-ran-out"
         elif tried.merit() < witness.merit():
             reason = "placed-less"
-        elif ended.decisions() == _decisions(tried):
-            reason = "same-decisions"  # Volcano's end state then, task order on the nodes included
+        elif tried.merit() == witness.merit():
+            reason = "no-better"  # Volcano's end state then, its choices and task order on the nodes
         else:
-            _kept(ctx, action, kept="optimize", reason="no-worse")
+            _kept(ctx, action, kept="optimize", reason="better")
             return
         _undo(ctx, tried, versions, lists)
         if reason != "placed-less" or not planned:
@@ -465,17 +466,12 @@ def never_worse(ctx: "ActionContext", run: Callable[["ActionContext"], None], *,
 
 # Why never_worse kept the run it kept: the reason (short, a metric label) and its words for people.
 KEPT_BECAUSE = {
-    "no-worse": "it placed at least as much and evicted no more",
-    "same-decisions": "the optimize run decided what Volcano's did",
+    "better": "it placed more, or as much with fewer, smaller or lower-priority victims",
+    "no-better": "the optimize run did no better than Volcano's",
     "placed-less": "the optimize run placed less, or evicted more, than Volcano's",
     "budget-spent": "the session budget was spent before the optimize run",
     "budget-ran-out": "the optimize run stopped at the session budget",
 }
-
-
-def _decisions(trial: _Trial) -> frozenset[tuple[str, str, str]]:
-    """`_Ended.decisions` of a trial that has just run: its tasks are where it left them."""
-    return frozenset((op.kind, op.task.uid, op.task.node_name) for op in trial.journal)
 
 
 def _kept(ctx: "ActionContext", action: str, *, kept: str, reason: str) -> None:
@@ -529,10 +525,6 @@ class _Ended:
     placements: list[tuple[TaskInfo, tuple[str, str] | None]]
     lists: dict[str, list[TaskInfo]]
     added: tuple[list[TaskInfo], list[TaskInfo], list["Operation"]]
-
-    def decisions(self) -> frozenset[tuple[str, str, str]]:
-        """What the trial decided: each committed operation's kind, task and node at the end."""
-        return frozenset((op.kind, op.task.uid, node_name) for op, _status, node_name, _flag in self.ends)
 
     @classmethod
     def of(cls, ctx: "ActionContext", trial: _Trial, versions: np.ndarray) -> "_Ended":
