@@ -25,7 +25,7 @@ when ready — and changes only which of the allowed choices is taken:
   own; cheapest victims one preemptor at a time can leave less room for the next.
 - whole evicting actions (`never_worse`): preempt and reclaim run once as Volcano would and once (or,
   for a plan that placed less, twice) as optimize would, and the optimize run is kept only when it
-  places at least as much (else Volcano's is put back).
+  does better: places more, or as much with cheaper victims (else Volcano's is put back).
 
 This module decides nothing about feasibility (see `placement`, `runtime`) and applies evictions only
 through a `Statement`; the actions call it through one-line hooks when `ActionContext.mode` says so.
