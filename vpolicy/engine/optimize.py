@@ -323,7 +323,7 @@ def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo,
     (pipelined, merged into `stmt`); False: no node can hold it; None: undecided here, the caller runs
     Volcano's greedy choice instead. `kind` names the preemptor's class and `keep` (same spec, same
     job, same filter): each node's bound is kept for its siblings until the node changes."""
-    from vpolicy.engine.actions.evict_common import ordered_victims, useful_candidates
+    from vpolicy.engine.actions.evict_common import useful_candidates
 
     if ctx.out_of_time():
         return None  # the greedy choice finishes this job quickly; never_worse discards the run anyway
@@ -345,15 +345,29 @@ def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo,
     if not choices:
         return False
     for choice in choices:
-        local = ctx.statement()
-        for victim in ordered_victims(ctx, choice.victims, preemptor):
-            local.evict(victim, action=action, for_job=preemptor.job.key, rule=rules[choice.node.name])
-        if fits(choice.node):
-            local.pipeline(preemptor, choice.node.name, eviction_occurred=local.evicts())
-            stmt.merge(local)
+        if _evict_and_place(ctx, stmt, preemptor, choice.node, choice.victims, action=action,
+                            rule=rules.get(choice.node.name, ""), fits=fits):  # none: no victims there
             return True
-        local.discard()
     return None
+
+
+def _evict_and_place(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo, node: NodeInfo,
+                     victims: Sequence[TaskInfo], *, action: str, rule: str,
+                     fits: Callable[[NodeInfo], bool]) -> bool:
+    """Evict `victims` (in victim order) for `preemptor` in a statement of their own and pipeline it
+    on `node` if `fits(node)` then holds, merging into `stmt`; otherwise undo them all."""
+    from vpolicy.engine.actions.evict_common import ordered_victims
+
+    assert preemptor.job is not None
+    local = ctx.statement()
+    for victim in ordered_victims(ctx, list(victims), preemptor):
+        local.evict(victim, action=action, for_job=preemptor.job.key, rule=rule)
+    if fits(node):
+        local.pipeline(preemptor, node.name, eviction_occurred=local.evicts())
+        stmt.merge(local)
+        return True
+    local.discard()
+    return False
 
 
 def evict_planned(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo, *, callback: str,
@@ -365,24 +379,14 @@ def evict_planned(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo, 
     action's own final check: room, the queue's allocatable, predicates) then holds.
     True: placed (pipelined, merged into `stmt`); False: not planned, or the plan no longer holds
     (nothing is changed, and the caller chooses as it would without a plan)."""
-    from vpolicy.engine.actions.evict_common import ordered_victims
-
     plan = ctx.victim_plan
     name = plan.node_of.get(preemptor.uid) if plan is not None else None
     if plan is None or name is None or preemptor.job is None:
         return False
-    node = ctx.state.nodes[name]
     remaining = [v for v in plan.victims_on.get(name, ()) if keep(v)]
     victims, rule = ctx.runtime.victims(callback, preemptor, remaining) if remaining else ([], None)
-    local = ctx.statement()
-    for victim in ordered_victims(ctx, victims, preemptor):
-        local.evict(victim, action=action, for_job=preemptor.job.key, rule=rule.label.location if rule else "")
-    if fits(node):
-        local.pipeline(preemptor, name, eviction_occurred=local.evicts())
-        stmt.merge(local)
-        return True
-    local.discard()
-    return False
+    return _evict_and_place(ctx, stmt, preemptor, ctx.state.nodes[name], victims, action=action,
+                            rule=rule.label.location if rule else "", fits=fits)
 
 
 # whole actions -------------------------------------------------------------------------------------

@@ -59,12 +59,7 @@ def run(ctx: ActionContext) -> None:
             assigned = False
             while rt.job_starving(job) and not tasks[job.key].empty():
                 preemptor = tasks[job.key].pop()
-
-                def other_job_same_queue(t: TaskInfo, job: JobInfo = job, p: TaskInfo = preemptor) -> bool:
-                    # identity tests first: most tasks on a node belong to other queues
-                    return (t.job is not None and t.job.queue is job.queue and t.job is not job
-                            and _evictable(t, p))
-                if preempt_one(ctx, stmt, preemptor, other_job_same_queue, memo="other-jobs",
+                if preempt_one(ctx, stmt, preemptor, _other_job_same_queue(preemptor), memo="other-jobs",
                                hosts=hosts.get(queue.name, frozenset())):
                     assigned = True
             if rt.job_pipelined(job):
@@ -118,16 +113,11 @@ def _victim_plan(ctx: ActionContext) -> VictimPlan | None:
               and op.task.job is not None]
     kinds: dict[tuple[object, ...], list[Option]] = {}
 
-    def keep_for(p: TaskInfo) -> Callable[[TaskInfo], bool]:
-        job = p.job
-        assert job is not None
-        return lambda t: t.job is not None and t.job.queue is job.queue and t.job is not job and _evictable(t, p)
-
     def options(p: TaskInfo) -> list[Option]:
         assert p.job is not None
         kind = (p.job.key, task_key(p, SPEC_READS))
         if kind not in kinds:
-            keep, found = keep_for(p), []
+            keep, found = _other_job_same_queue(p), []
             for node in placement.preempt_nodes(p):
                 candidates = candidates_on(node, keep)
                 victims = rt.victims("preemptable", p, candidates)[0] if candidates else []
@@ -147,16 +137,28 @@ def _victim_plan(ctx: ActionContext) -> VictimPlan | None:
             floors[name] = floors.get(name, Resources()) + op.task.resreq.without("pods")
     budgets: dict[str, int] = {}
     for p in planned:
+        keep = _other_job_same_queue(p)
         for option in options(p):
             for v in option.victims:
                 if v.job is not None and v.job.key not in budgets:
-                    mine = [t for t in v.job.tasks if keep_for(p)(t)]
+                    mine = [t for t in v.job.tasks if keep(t)]
                     budgets[v.job.key] = len(rt.victims("preemptable", p, mine)[0])
     left = ctx.deadline - time.perf_counter() if ctx.deadline is not None else PLAN_SECONDS
     if left <= 0:
         return None
     return plan_victims(planned, options, gpus=lambda t: optimize.gpus(t.resreq), budgets=budgets,
                         floors=floors, time_limit=min(left, PLAN_SECONDS))
+
+
+def _other_job_same_queue(preemptor: TaskInfo) -> Callable[[TaskInfo], bool]:
+    """The between-jobs phase's victim filter: evictable tasks of another job of the preemptor's queue."""
+    job = preemptor.job
+    assert job is not None
+
+    def keep(t: TaskInfo) -> bool:
+        # identity tests first: most tasks on a node belong to other queues
+        return t.job is not None and t.job.queue is job.queue and t.job is not job and _evictable(t, preemptor)
+    return keep
 
 
 def _evictable(task: TaskInfo, preemptor: TaskInfo) -> bool:
