@@ -248,8 +248,7 @@ class _Builder:
         else:
             totals = {n.name: 8 if rng.random() < 0.9 else rng.choice((6, 7)) for n in gpu_nodes}
             self._fill_team_nodes(gpu_nodes, totals)
-            filled = self._used_by_node()
-            return [gpus(filled[n.name]) for n in gpu_nodes]
+            return self._gpus_used(gpu_nodes)
 
         targets = iter(used)
 
@@ -262,11 +261,7 @@ class _Builder:
                                  gpu=True)
 
         self._fill(gpu_nodes, gpu_target, gpu_job)
-        used_now = {n.name: 0 for n in gpu_nodes}
-        for pod in self.pods:
-            if pod.node_name in used_now:
-                used_now[pod.node_name] += gpus(pod.resreq)
-        return [used_now[n.name] for n in gpu_nodes]
+        return self._gpus_used(gpu_nodes)
 
     def _fill_team_nodes(self, gpu_nodes: Sequence[snap.Node], totals: dict[str, int]) -> None:
         """The preemption workload's GPU nodes: each belongs to one GPU team (a queue, by weight), as
@@ -291,6 +286,10 @@ class _Builder:
         used = self._used_by_node()
         for queue, nodes in teams:
             self._fill(nodes, up_to(totals), jobs_of(queue, "low", ((1, 60), (2, 40))), used=used)
+
+    def _gpus_used(self, gpu_nodes: Sequence[snap.Node]) -> list[int]:
+        filled = self._used_by_node()
+        return [gpus(filled.get(n.name, Resources())) for n in gpu_nodes]
 
     def _used_by_node(self) -> dict[str, Resources]:
         used: dict[str, Resources] = {}
