@@ -491,8 +491,13 @@ class Placement:
         return np.asarray((self.arrays.future >= self._needs(task)[0]).all(axis=1))
 
     def preempt_nodes(self, task: TaskInfo) -> list[NodeInfo]:
-        """Nodes where evicting could help: a node is excluded only when its *first* failing predicate
-        rule is `unresolvable` (the chain stops at the first failure, as Volcano's predicates do)."""
+        """Nodes where evicting could help (`preempt_rows`)."""
+        return [self.node_list[i] for i in self.preempt_rows(task)]
+
+    def preempt_rows(self, task: TaskInfo) -> np.ndarray:
+        """Rows of the nodes where evicting could help, ascending: a node is excluded only when its
+        *first* failing predicate rule is `unresolvable` (the chain stops at the first failure, as
+        Volcano's predicates do)."""
         undecided = np.ones(len(self.node_list), dtype=bool)
         excluded = np.zeros(len(self.node_list), dtype=bool)
         for rule in self.predicates:
@@ -503,7 +508,7 @@ class Placement:
             if rule.unresolvable:
                 excluded[failed] = True
             undecided[failed] = False
-        return [self.node_list[i] for i in np.flatnonzero(~excluded)]
+        return np.flatnonzero(~excluded)
 
     # scoring --------------------------------------------------------------------------------------
     def scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> np.ndarray:
@@ -553,9 +558,9 @@ class Placement:
             scores[members] = self._scores_rows(task, members)
         return self.node_list[pack(task, group, scores, idle, view.static_mask)], idle
 
-    def ordered_by_score(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
-        if not nodes:
-            return []
-        scores = self.scores(task, nodes)
-        order = sorted(range(len(nodes)), key=lambda i: (-scores[i], i))
-        return [nodes[i] for i in order]
+    def rows_by_score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """`rows` highest score first, ties in the order given. The scores are computed over all of
+        `rows`: a normalised score depends on the set it is computed over."""
+        if not len(rows):
+            return rows
+        return rows[np.argsort(-self._scores_rows(task, rows), kind="stable")]

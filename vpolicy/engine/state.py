@@ -228,6 +228,7 @@ class NodeInfo:
         self.pipelined: Resources = ZERO
         self.tasks: list[TaskInfo] = []
         self.gpus: Any = None  # the node's GPU cards in the session (engine.devices.NodeGpus); None: no inventory
+        self._future: tuple[Resources, Resources, Resources, Resources] | None = None
 
     @property
     def idle(self) -> Resources:
@@ -235,7 +236,15 @@ class NodeInfo:
 
     @property
     def future_idle(self) -> Resources:
-        return self.allocatable - self.used + self.releasing - self.pipelined
+        """Idle, plus what releasing tasks will free, less what pipelined tasks will take. preempt asks
+        it of a node for every candidate set it weighs, so it is kept until one of the three sums is
+        replaced (Resources are never changed in place: every change assigns a new one)."""
+        kept = self._future
+        if kept is not None and kept[0] is self.used and kept[1] is self.releasing and kept[2] is self.pipelined:
+            return kept[3]
+        value = self.allocatable - self.used + self.releasing - self.pipelined
+        self._future = (self.used, self.releasing, self.pipelined, value)
+        return value
 
     @property
     def pod_count(self) -> int:

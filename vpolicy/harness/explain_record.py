@@ -124,10 +124,11 @@ class _RecordingPlacement(Placement):
             tuple(rules), totals))
 
 
-    def ordered_by_score(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
+    def rows_by_score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """preempt visits nodes by score; the node it ends up using is known only afterwards ("")."""
-        ordered = super().ordered_by_score(task, nodes)
-        if nodes and (self.watch is None or task.uid in self.watch):
+        ordered = super().rows_by_score(task, rows)
+        if len(rows) and (self.watch is None or task.uid in self.watch):
+            nodes = [self.node_list[int(r)] for r in rows]
             rules = rule_scores(self.rt, task, nodes)
             self.scorings.setdefault(task.uid, []).append(Scoring(
                 self.action, tuple(n.name for n in nodes), tuple(n.name for n in nodes), False, "",

@@ -44,8 +44,10 @@ class ActionContext:
         default_factory=dict)
     victim_bounds: dict[tuple[object, ...], dict[str, tuple[int, Any]]] = field(default_factory=dict)
     # while optimize mode runs an evicting action again: what Volcano's run of it committed
-    # (`optimize.never_worse`), and the joint victim plan the action made from it (`victim_plan`)
+    # (`optimize.never_worse`), the node where it placed each task (uid -> node name), and the joint
+    # victim plan the action made from it (`victim_plan`)
     witness: list[Operation] | None = None
+    witness_nodes: dict[str, str] = field(default_factory=dict)
     victim_plan: VictimPlan | None = None
     plan_floored: bool = False  # the plan keeps each queue's evictions at least the witness's
 

@@ -7,6 +7,7 @@ from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.heap import PriorityQueue
 from vpolicy.engine.placement import fits
 from vpolicy.engine.state import NodeInfo, TaskInfo
+from vpolicy.model.resources import CPU, MEMORY
 
 
 def ordered_victims(ctx: ActionContext, victims: list[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:
@@ -36,11 +37,16 @@ def candidates_on(node: NodeInfo, keep: Callable[[TaskInfo], bool]) -> list[Task
 
 
 def fits_with(victims: list[TaskInfo], preemptor: TaskInfo, node: NodeInfo) -> bool:
-    """Volcano's ValidateVictims: the victims together with FutureIdle could hold the preemptor."""
-    freed = node.future_idle
-    for v in victims:
-        freed = freed + v.resreq
-    return fits(preemptor.resreq, freed)
+    """Volcano's ValidateVictims: the victims together with FutureIdle could hold the preemptor.
+    `fits` on FutureIdle plus the victims' requests, summed only over the dimensions `fits` reads
+    (asked for every node preempt and reclaim weigh)."""
+    request, idle = preemptor.resreq, node.future_idle
+    if not victims:
+        return fits(request, idle)
+    for name in (CPU, MEMORY, *request):  # what `fits` reads; cpu or memory twice does no harm
+        if request.get(name, 0) > idle.get(name, 0) + sum(v.resreq.get(name, 0) for v in victims):
+            return False
+    return True
 
 
 def useful_candidates(ctx: ActionContext, node: NodeInfo, keep: Callable[[TaskInfo], bool], preemptor: TaskInfo,

@@ -10,12 +10,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import numpy as np
+
 from vpolicy.engine import optimize
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims, useful_candidates
 from vpolicy.engine.heap import PriorityQueue, Queue
 from vpolicy.engine.placement import SPEC_READS, fits, task_key
-from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
+from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
 from vpolicy.engine.victim_plan import Option, VictimPlan, plan_victims
 from vpolicy.model.resources import Resources
@@ -29,6 +31,7 @@ def run(ctx: ActionContext) -> None:
     ctx.forget_node_memos()
     rt = ctx.runtime
     hosts = _preemptable_hosts(ctx)
+    nowhere = np.zeros(len(ctx.placement.node_list), dtype=bool)
     queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
     preemptors: dict[str, PriorityQueue[JobInfo]] = {}
     tasks: dict[str, Queue[TaskInfo]] = {}
@@ -60,7 +63,7 @@ def run(ctx: ActionContext) -> None:
             while rt.job_starving(job) and not tasks[job.key].empty():
                 preemptor = tasks[job.key].pop()
                 if preempt_one(ctx, stmt, preemptor, _other_job_same_queue(preemptor), memo="other-jobs",
-                               hosts=hosts.get(queue.name, frozenset())):
+                               hosts=hosts.get(queue.name, nowhere)):
                     assigned = True
             if rt.job_pipelined(job):
                 stmt.commit()
@@ -73,7 +76,7 @@ def run(ctx: ActionContext) -> None:
         for job in under_request.get(queue.name, ()):  # the queue's own starving jobs (reference §4.3)
             # with nothing of its own to preempt no node offers a same-job victim: only room will do
             runs_own = any(t.status in _PREEMPTABLE_STATUSES for t in job.tasks)
-            own_hosts = hosts.get(job.queue.name, frozenset()) if runs_own else frozenset()
+            own_hosts = hosts.get(job.queue.name, nowhere) if runs_own else nowhere
             own = rt.task_queue(ctx.pending_tasks(job))
             while not own.empty():
                 if ctx.out_of_time():
@@ -89,16 +92,22 @@ def run(ctx: ActionContext) -> None:
                     break
 
 
-def _preemptable_hosts(ctx: ActionContext) -> dict[str, frozenset[str]]:
-    """Queue name -> the nodes where it runs something preemptable as the action starts. Within the
-    action tasks only stop running (evicted; a discard puts them back where they were), so no other node
-    can ever offer one of the queue's tasks as a victim: the node walk skips them unscanned."""
-    hosts: dict[str, set[str]] = {}
+def _preemptable_hosts(ctx: ActionContext) -> dict[str, np.ndarray]:
+    """Queue name -> a mask over the node rows: where the queue runs something preemptable as the
+    action starts. Within the action tasks only stop running (evicted; a discard puts them back where
+    they were), so no other node can ever offer one of the queue's tasks as a victim: the node walk
+    skips them unscanned."""
+    row = ctx.placement.arrays.row
+    hosts: dict[str, np.ndarray] = {}
     for job in ctx.state.jobs.values():
         for task in job.tasks:
-            if task.node_name and task.status in _PREEMPTABLE_STATUSES:
-                hosts.setdefault(job.queue.name, set()).add(task.node_name)
-    return {name: frozenset(nodes) for name, nodes in hosts.items()}
+            # a pod may name a node the snapshot does not hold: no victim of preempt there
+            if task.node_name in row and task.status in _PREEMPTABLE_STATUSES:
+                mask = hosts.get(job.queue.name)
+                if mask is None:
+                    mask = hosts[job.queue.name] = np.zeros(len(ctx.placement.node_list), dtype=bool)
+                mask[row[task.node_name]] = True
+    return hosts
 
 
 def _victim_plan(ctx: ActionContext) -> VictimPlan | None:
@@ -169,10 +178,11 @@ def _evictable(task: TaskInfo, preemptor: TaskInfo) -> bool:
 
 
 def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, *, memo: str,  # type: ignore[no-untyped-def]  # reason: predicate closure
-                hosts: frozenset[str]) -> bool:
+                hosts: np.ndarray) -> bool:
     """Evict for one task on the best node that works; `memo` names the victim filter `keep`, so a
     failure is remembered for the task's identical siblings until the session state changes, and each
-    node's candidates are kept for them until that node changes; only `hosts` can hold a victim."""
+    node's candidates are kept for them until that node changes; only `hosts` (a mask over the node
+    rows) can hold a victim."""
     if preemptor.pod.preemption_policy == "Never" or preemptor.job is None:
         return False
     queue = preemptor.job.queue
@@ -190,21 +200,24 @@ def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, 
 
 
 def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,  # type: ignore[no-untyped-def]  # reason: predicate closure
-                 kind: tuple[object, ...], hosts: frozenset[str]) -> bool:
-    rt = ctx.runtime
+                 kind: tuple[object, ...], hosts: np.ndarray) -> bool:
     assert preemptor.job is not None
     queue = preemptor.job.queue
+    first = optimize.witness_first(ctx, preemptor) if ctx.optimize else None
+    if first is not None and _preempt_on(ctx, stmt, preemptor, keep, kind, first):
+        return True
     # scored over every node first: a normalised score depends on the set it is computed over; then
     # only nodes that can offer a victim or already hold the preemptor (FutureIdle) are worth a visit
     placement = ctx.placement
-    room, row = placement.fits_future(preemptor), placement.arrays.row
-    if not hosts and not room.any():
+    worth = hosts | placement.fits_future(preemptor)
+    if not worth.any():
         return False
-    allowed = placement.preempt_nodes(preemptor)
-    worth = {n.name for n in allowed if n.name in hosts or room[row[n.name]]}
-    if not worth:
+    allowed = placement.preempt_rows(preemptor)
+    if not worth[allowed].any():
         return False  # e.g. room only on nodes whose taints it does not tolerate: no need to score them
-    nodes = [n for n in placement.ordered_by_score(preemptor, allowed) if n.name in worth]
+    ordered = placement.rows_by_score(preemptor, allowed)
+    node_list = placement.node_list
+    nodes = [node_list[r] for r in ordered[worth[ordered]].tolist()]
     if ctx.optimize and optimize.weighs_gpus(ctx.placement, preemptor, nodes):
         done = optimize.evict_cheapest(ctx, stmt, preemptor, nodes, callback="preemptable", keep=keep,
                                        action="preempt", fits=lambda n: _fits(ctx, queue, preemptor, n),
@@ -212,26 +225,36 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
         if done is not None:
             return done
     for node in nodes:
-        candidates = useful_candidates(ctx, node, keep, preemptor, kind)
-        if candidates is None:
-            continue  # even every candidate would not free enough: the rules cannot change that
-        victims, rule = rt.victims("preemptable", preemptor, candidates) if candidates else ([], None)
-        if not fits_with(victims, preemptor, node):
-            continue
-        local = ctx.statement()
-        for victim in ordered_victims(ctx, victims, preemptor):
-            if _fits(ctx, queue, preemptor, node):
-                break
-            local.evict(victim, action="preempt", for_job=preemptor.job.key,
-                        rule=rule.label.location if rule else "")
-        if _fits(ctx, queue, preemptor, node):
-            local.pipeline(preemptor, node.name, eviction_occurred=local.evicts())
-            stmt.merge(local)
+        if node is not first and _preempt_on(ctx, stmt, preemptor, keep, kind, node):
             return True
-        local.discard()
     return False
 
 
-def _fits(ctx: ActionContext, queue: QueueInfo, task: TaskInfo, node) -> bool:  # type: ignore[no-untyped-def]  # reason: NodeInfo
+def _preempt_on(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,  # type: ignore[no-untyped-def]  # reason: predicate closure
+                kind: tuple[object, ...], node: NodeInfo) -> bool:
+    """Volcano's step on one node: the victims the rules allow there, evicted lowest-order first until
+    the preemptor fits, which is then pipelined (merged into `stmt`); nothing changes when it never fits."""
+    assert preemptor.job is not None
+    queue = preemptor.job.queue
+    candidates = useful_candidates(ctx, node, keep, preemptor, kind)
+    if candidates is None:
+        return False  # even every candidate would not free enough: the rules cannot change that
+    victims, rule = ctx.runtime.victims("preemptable", preemptor, candidates) if candidates else ([], None)
+    if not fits_with(victims, preemptor, node):
+        return False
+    local = ctx.statement()
+    for victim in ordered_victims(ctx, victims, preemptor):
+        if _fits(ctx, queue, preemptor, node):
+            break
+        local.evict(victim, action="preempt", for_job=preemptor.job.key, rule=rule.label.location if rule else "")
+    if _fits(ctx, queue, preemptor, node):
+        local.pipeline(preemptor, node.name, eviction_occurred=local.evicts())
+        stmt.merge(local)
+        return True
+    local.discard()
+    return False
+
+
+def _fits(ctx: ActionContext, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> bool:
     return (ctx.runtime.allocatable(queue, task) and fits(task.resreq, node.future_idle)
             and ctx.runtime.predicate(task, node) is None)
