@@ -134,8 +134,8 @@ def measure_mode(generated: gen.Generated, mode: str, *, runs: int = 5, profile:
 def decision_metrics(snapshot: ClusterSnapshot, document: Mapping[str, Any]) -> dict[str, Any]:
     """Placed pods and GPUs (binds + pipelined) and evictions, counted from a decision document; the
     GPU pods pipelined (preemptors, in the preemption workload) by count and by a digest of their
-    keys, so two modes can be seen to have placed the same preemptors (DESIGN §7's eviction ratio
-    compares like with like only then)."""
+    keys, and the keys themselves, so two modes can be seen to have placed the same preemptors (DESIGN
+    §7's eviction ratio compares like with like only then), or optimize all of Volcano's and more."""
     pods = {p.key: p for p in snapshot.pods}
     placed = [*document["binds"], *document["pipelined"]]
     evicted = [e["pod"] for e in document["evictions"]]
@@ -143,6 +143,7 @@ def decision_metrics(snapshot: ClusterSnapshot, document: Mapping[str, Any]) -> 
     return {
         "gpu_pods_pipelined": len(gpu_pipelined),
         "gpu_pods_pipelined_digest": hashlib.sha256("\n".join(gpu_pipelined).encode()).hexdigest()[:16],
+        "gpu_pods_pipelined_keys": gpu_pipelined,
         "binds": len(document["binds"]),
         "pipelined": len(document["pipelined"]),
         "pods_placed": len(placed),
@@ -173,6 +174,7 @@ def run_benchmark(size: gen.Size, workload: str, *, modes: Sequence[str], runs: 
     out["gpus_placed_optimize_over_volcano"] = _ratio(out, "gpus_placed")
     out["evicted_gpu_pods_optimize_over_volcano"] = _ratio(out, "evicted_gpu_pods")
     out["same_gpu_pods_pipelined"] = _same(out, "gpu_pods_pipelined_digest")
+    out["optimize_pipelined_every_volcano_gpu_pod"] = _every_volcano_gpu_pod(out)
     return out
 
 
@@ -195,6 +197,15 @@ def _same(out: Mapping[str, Any], key: str) -> bool | None:
     if not volcano or not optimize or volcano.get("status") != "ok" or optimize.get("status") != "ok":
         return None
     return bool(volcano[key] == optimize[key])
+
+
+def _every_volcano_gpu_pod(out: Mapping[str, Any]) -> bool | None:
+    """Whether optimize pipelined every GPU pod Volcano pipelined (the same preemptors, and perhaps
+    more: then the eviction ratio is for more placed at no more cost); None when either did not finish."""
+    volcano, optimize = out.get("volcano"), out.get("optimize")
+    if not volcano or not optimize or volcano.get("status") != "ok" or optimize.get("status") != "ok":
+        return None
+    return set(volcano["gpu_pods_pipelined_keys"]) <= set(optimize["gpu_pods_pipelined_keys"])
 
 
 def _decided(document: Mapping[str, Any]) -> tuple[Any, ...]:

@@ -46,7 +46,9 @@ def build_table(result: Mapping[str, Any]) -> Table:
         table.add_row(label, *(_cell(result[m], key) for m in modes))
     for key, label in (("gpus_placed_optimize_over_volcano", "GPUs placed, optimize / volcano"),
                        ("evicted_gpu_pods_optimize_over_volcano", "evicted GPU pods, optimize / volcano"),
-                       ("same_gpu_pods_pipelined", "same GPU pods pipelined (preemptors) in both")):
+                       ("same_gpu_pods_pipelined", "same GPU pods pipelined (preemptors) in both"),
+                       ("optimize_pipelined_every_volcano_gpu_pod",
+                        "optimize pipelined every GPU pod volcano did")):
         value = result.get(key)
         cell = "-" if value is None else ("yes" if value else "no") if isinstance(value, bool) else f"{value:g}"
         table.add_row(label, *([cell] + [""] * (len(modes) - 1)))

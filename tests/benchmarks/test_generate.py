@@ -189,6 +189,21 @@ def test_the_runner_reports_every_mode_and_null_ratios_when_one_is_missing() -> 
     ratio = result["gpus_placed_optimize_over_volcano"]
     assert ratio is None or isinstance(ratio, float)
     assert isinstance(result["same_gpu_pods_pipelined"], bool)
+    assert result["optimize_pipelined_every_volcano_gpu_pod"] is True  # steady pipelines no GPU pod
+
+
+def test_the_runner_tells_same_preemptors_from_more_preemptors() -> None:
+    def out(volcano: list[str], optimize: list[str]) -> dict[str, object]:
+        return {mode: {"status": "ok", "gpu_pods_pipelined_keys": keys,
+                       "gpu_pods_pipelined_digest": ",".join(keys)}
+                for mode, keys in (("volcano", volcano), ("optimize", optimize))}
+
+    more = out(["ns/a", "ns/b"], ["ns/a", "ns/b", "ns/c"])
+    assert run._same(more, "gpu_pods_pipelined_digest") is False
+    assert run._every_volcano_gpu_pod(more) is True
+    other = out(["ns/a", "ns/b"], ["ns/a", "ns/c", "ns/d"])
+    assert run._every_volcano_gpu_pod(other) is False
+    assert run._every_volcano_gpu_pod({"volcano": {"status": "timeout"}, "optimize": more["optimize"]}) is None
 
 
 def test_the_runner_says_which_run_optimize_kept_under_the_budget_it_was_given() -> None:
