@@ -157,13 +157,17 @@ rule let_in_a_source: node_order(task, node) =
     sum(t in (let ts = node.tasks in ts): t.priority + sum(u in (let us = node.tasks in us): u.priority))
 
 rule let_in_a_filter: node_order(task, node) = count(t in node.tasks where (let p = t.priority in p > 1))
+
+rule lets_of_each_kind: node_order(task, node) =
+    let room = node.idle in let pods = node.max_pods * 2 in
+    if pods - 1 < 2 then 0 else get(room - room, "cpu") + pods / 4
 """
 
 
 def _node(*, tasks: tuple[str, ...] = (), pod_count: int = 1, max_pods: int = 1,
-          gpus: object = None) -> SimpleNamespace:
+          gpus: object = None, idle: Resources | None = None) -> SimpleNamespace:
     return SimpleNamespace(tasks=[SimpleNamespace(name=n, priority=len(n)) for n in tasks], pod_count=pod_count,
-                           max_pods=max_pods, gpus=gpus)
+                           max_pods=max_pods, gpus=gpus, idle=idle)
 
 
 @pytest.mark.parametrize("rule_name, node, expected", [
@@ -185,6 +189,10 @@ def _node(*, tasks: tuple[str, ...] = (), pod_count: int = 1, max_pods: int = 1,
     pytest.param("int_or_float", _node(max_pods=0), 1.0, id="branches-1-and-1.0-are-not-folded-into-one"),
     pytest.param("let_in_a_source", _node(tasks=("a", "abc")), 12, id="a-let-in-an-aggregate-source"),
     pytest.param("let_in_a_filter", _node(tasks=("a", "ab", "abc")), 2, id="a-let-in-an-aggregate-filter"),
+    pytest.param("lets_of_each_kind", _node(max_pods=1, idle=Resources({"cpu": 500})), 0,
+                 id="a-numeric-let-beside-a-resource-let-compared"),
+    pytest.param("lets_of_each_kind", _node(max_pods=3, idle=Resources({"cpu": 500})), 1.5,
+                 id="a-resource-let-subtracted-beside-numeric-arithmetic"),
 ])
 def test_generated_python_answers_as_the_reference_where_a_rewrite_could_differ(
         rule_name: str, node: SimpleNamespace, expected: object) -> None:

@@ -88,17 +88,15 @@ def _select_after(source: Any, key: Any, start: Any, when: Any, then: Any) -> li
     after the last element of a group nothing reads the state, and victim rules (drf's `left -
     c.resreq`) would build a resource vector per candidate for nothing. `then` is a pure term."""
     chosen: list[Any] = []
-    groups: dict[Any, Any] = {}
-    waiting: dict[Any, Any] = {}  # group -> its previous element, whose `after` is not applied yet
+    # group -> (its state, its previous element, whose `after` is not applied yet)
+    groups: dict[Any, tuple[Any, Any]] = {}
     for x in source:
         k = key(x)
-        if k in groups:
-            state = groups[k] = then(waiting[k], groups[k])
-        else:
-            state = groups[k] = start(x)
+        held = groups.get(k)
+        state = start(x) if held is None else then(held[1], held[0])
         if when(x, state):
             chosen.append(x)
-        waiting[k] = x
+        groups[k] = (state, x)
     return chosen
 
 
@@ -136,6 +134,8 @@ class Generator:
         self._helpers: dict[str, tuple[tuple[str, ...], ir.Term]] = {}
         self._function_terms: dict[str, ir.Term] = {}
         self._numeric_memo: dict[str, bool] = {}
+        # `let` names bound to a numeric value (the compiler makes each binding's name unique)
+        self._numeric_binds: set[str] = set()
         self._rewriter = rewrite.Rewriter(self._helpers, functions, scalar=True)
         self._sharing = share.Sharing.none()  # of the function being written
         self._known = share.Known()  # at the point being written
@@ -244,6 +244,8 @@ class Generator:
             self._known = after_then.meet(self._known)
             return f"({then} if {test} else {orelse})"
         if isinstance(t, ir.Bind):
+            if self.numeric(t.value):
+                self._numeric_binds.add(t.name)
             if not self._may_assign:  # in a comprehension's iterable `:=` is a syntax error: a lambda binds
                 return f"(lambda {_ident(t.name)}: {self.expr(t.body)})({self.expr(t.value)})"
             return f"(({_ident(t.name)} := {self.expr(t.value)}), {self.expr(t.body)})[1]"
@@ -363,6 +365,8 @@ class Generator:
         """True when the term is a plain int or float whatever the session (never a resource vector)."""
         if isinstance(t, ir.Const):
             return isinstance(t.value, (int, float))
+        if isinstance(t, ir.Var):
+            return t.name in self._numeric_binds
         if isinstance(t, ir.Apply):
             return t.func in _NUMERIC_FUNCS
         if isinstance(t, ir.GetAttr):
@@ -431,13 +435,16 @@ def _share_minus(a: Any, b: Any, total: Any) -> float:
         # numbers: whatever share makes of them
         share_of_numbers: float = BUILTIN_IMPLS["share"](evaluate._sub(a, b), total)
         return share_of_numbers
-    a, b = evaluate._res(a), evaluate._res(b)
+    a_get, b_get = evaluate._res(a).get, evaluate._res(b).get
     best = 0.0
     for k, den in total.items():
-        num = a.get(k, 0) - b.get(k, 0)
-        share = (0.0 if num == 0 else 1.0) if den == 0 else num / den
-        if share > best:
-            best = share
+        num = a_get(k, 0) - b_get(k, 0)
+        if den:
+            share = num / den
+            if share > best:
+                best = share
+        elif num and best < 1.0:
+            best = 1.0
     return best
 
 

@@ -456,7 +456,7 @@ class Runtime:
             for _plugin, rules in tier:
                 stop = False
                 for rule in rules:
-                    result = self._call(rule, preemptor, list(candidates))
+                    result = self._call(rule, preemptor, candidates)  # rules are pure: no copy
                     if not result:
                         victims = None
                         stop = True
