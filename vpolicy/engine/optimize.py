@@ -443,7 +443,8 @@ def never_worse(ctx: "ActionContext", run: Callable[["ActionContext"], None], *,
     another order (its discarded statements), where victims of equal order are taken in list order.
 
     The optimize run sees the witness's operations (`ctx.witness`), from which preempt makes its joint
-    victim plan (`victim_plan`). The first plan asks nothing of the queues; when its run places less
+    victim plan (`victim_plan`), and the node the witness placed each task on (`ctx.witness_nodes`),
+    which preempt tries first for a CPU preemptor (`witness_first`). The first plan asks nothing of the queues; when its run places less
     (a queue's allocatable check refused a preemptor the plan had made too little room for), a second
     run plans with floors: each queue's victims release at least what Volcano's run evicted there.
 
