@@ -43,6 +43,9 @@ class ActionContext:
     node_candidates: dict[tuple[object, ...], dict[str, tuple[int, list[TaskInfo] | None]]] = field(
         default_factory=dict)
     victim_bounds: dict[tuple[object, ...], dict[str, tuple[int, Any]]] = field(default_factory=dict)
+    # ("queue", name) -> node -> (node version, the queue's tasks there, in the node's order): where
+    # preempt looks for victims of its queue, for every preemptor kind of that queue
+    queue_tasks: dict[tuple[object, ...], dict[str, tuple[int, list[TaskInfo]]]] = field(default_factory=dict)
     # while optimize mode runs an evicting action again: what Volcano's run of it committed
     # (`optimize.never_worse`), the node where it placed each task (uid -> node name), and the joint
     # victim plan the action made from it (`victim_plan`)
@@ -59,8 +62,8 @@ class ActionContext:
 
     def kept_per_node(self, table: dict[tuple[object, ...], dict[str, tuple[int, T]]], kind: tuple[object, ...],
                       node: NodeInfo, compute: Callable[[NodeInfo], T]) -> T:
-        """`compute(node)` for a preemptor of `kind`, kept in `table` (`node_candidates` or
-        `victim_bounds`) until the node changes (its version in the node arrays). Siblings come one
+        """`compute(node)` for a preemptor of `kind`, kept in `table` (`node_candidates`,
+        `victim_bounds` or `queue_tasks`) until the node changes (its version in the node arrays). Siblings come one
         after another (a job's preemptors are tried in a row), so only the last few kinds are kept:
         one per node per kind for every job of an L cluster took gigabytes."""
         memo = table.get(kind)
@@ -80,6 +83,7 @@ class ActionContext:
         change, but allocate's Allocated -> Binding reorders a node's tasks in place, unversioned."""
         self.node_candidates.clear()
         self.victim_bounds.clear()
+        self.queue_tasks.clear()
 
     @property
     def optimize(self) -> bool:

@@ -32,8 +32,12 @@ def ordered_victims(ctx: ActionContext, victims: list[TaskInfo], preemptor: Task
     return out
 
 
-def candidates_on(node: NodeInfo, keep: Callable[[TaskInfo], bool]) -> list[TaskInfo]:
-    return [t for t in node.tasks if t.job is not None and keep(t)]
+def candidates_on(node: NodeInfo, keep: Callable[[TaskInfo], bool],
+                  among: Callable[[NodeInfo], list[TaskInfo]] | None = None) -> list[TaskInfo]:
+    """The node's tasks of a job that `keep` accepts, in the node's order; `among(node)`, when given,
+    is the part of the node's tasks (in the same order) that holds every one `keep` could accept."""
+    return [t for t in among(node) if keep(t)] if among is not None else \
+        [t for t in node.tasks if t.job is not None and keep(t)]
 
 
 def fits_with(victims: list[TaskInfo], preemptor: TaskInfo, node: NodeInfo) -> bool:
@@ -50,15 +54,16 @@ def fits_with(victims: list[TaskInfo], preemptor: TaskInfo, node: NodeInfo) -> b
 
 
 def useful_candidates(ctx: ActionContext, node: NodeInfo, keep: Callable[[TaskInfo], bool], preemptor: TaskInfo,
-                      kind: tuple[object, ...], *, need_one: bool = False) -> list[TaskInfo] | None:
+                      kind: tuple[object, ...], *, need_one: bool = False,
+                      among: Callable[[NodeInfo], list[TaskInfo]] | None = None) -> list[TaskInfo] | None:
     """The node's candidates `keep` accepts, or None when the node cannot help: even every candidate
     would not free room for the preemptor (ValidateVictims on the whole set), or `need_one` (reclaim
     skips a node without reclaimees) and there is none. No candidate at all is an answer: Volcano's
     ValidateVictims no longer asks for a victim, so a preemptor takes room that earlier evictions freed
     without evicting more. Both depend on the node alone, so the answer is kept per node version for
-    the preemptor's siblings: `kind` names its class and filter."""
+    the preemptor's siblings: `kind` names its class and filter (`among`: see `candidates_on`)."""
     def useful(node: NodeInfo) -> list[TaskInfo] | None:
-        found = candidates_on(node, keep)
+        found = candidates_on(node, keep, among)
         if need_one and not found:
             return None
         return found if fits_with(found, preemptor, node) else None

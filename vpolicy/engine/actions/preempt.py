@@ -203,8 +203,9 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
                  kind: tuple[object, ...], hosts: np.ndarray) -> bool:
     assert preemptor.job is not None
     queue = preemptor.job.queue
+    among = _queue_tasks(ctx, queue)
     first = optimize.witness_first(ctx, preemptor) if ctx.optimize else None
-    if first is not None and _preempt_on(ctx, stmt, preemptor, keep, kind, first):
+    if first is not None and _preempt_on(ctx, stmt, preemptor, keep, kind, first, among):
         return True
     # scored over every node first: a normalised score depends on the set it is computed over; then
     # only nodes that can offer a victim or already hold the preemptor (FutureIdle) are worth a visit
@@ -225,18 +226,19 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
         if done is not None:
             return done
     for node in nodes:
-        if node is not first and _preempt_on(ctx, stmt, preemptor, keep, kind, node):
+        if node is not first and _preempt_on(ctx, stmt, preemptor, keep, kind, node, among):
             return True
     return False
 
 
 def _preempt_on(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,  # type: ignore[no-untyped-def]  # reason: predicate closure
-                kind: tuple[object, ...], node: NodeInfo) -> bool:
+                kind: tuple[object, ...], node: NodeInfo, among: Callable[[NodeInfo], list[TaskInfo]]) -> bool:
     """Volcano's step on one node: the victims the rules allow there, evicted lowest-order first until
-    the preemptor fits, which is then pipelined (merged into `stmt`); nothing changes when it never fits."""
+    the preemptor fits, which is then pipelined (merged into `stmt`); nothing changes when it never fits.
+    `among(node)`: the node's tasks of the preemptor's queue, where both phases' victims are."""
     assert preemptor.job is not None
     queue = preemptor.job.queue
-    candidates = useful_candidates(ctx, node, keep, preemptor, kind)
+    candidates = useful_candidates(ctx, node, keep, preemptor, kind, among=among)
     if candidates is None:
         return False  # even every candidate would not free enough: the rules cannot change that
     victims, rule = ctx.runtime.victims("preemptable", preemptor, candidates) if candidates else ([], None)
@@ -253,6 +255,18 @@ def _preempt_on(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, 
         return True
     local.discard()
     return False
+
+
+def _queue_tasks(ctx: ActionContext, queue: QueueInfo) -> Callable[[NodeInfo], list[TaskInfo]]:
+    """A node's tasks of `queue`, in the node's order, kept per node version for all the queue's
+    preemptors: most of a node's tasks belong to other queues, and every preemptor kind would scan
+    them all again."""
+    def of_queue(node: NodeInfo) -> list[TaskInfo]:
+        return [t for t in node.tasks if t.job is not None and t.job.queue is queue]
+
+    def on(node: NodeInfo) -> list[TaskInfo]:
+        return ctx.kept_per_node(ctx.queue_tasks, ("queue", queue.name), node, of_queue)
+    return on
 
 
 def _fits(ctx: ActionContext, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> bool:
