@@ -395,7 +395,10 @@ class Runtime:
         return None
 
     def _all(self, callback: str, *args: Any) -> bool:
-        return all(self._call(rule, *args) for rule in self.rules(callback))
+        rules = self.rules(callback)
+        if len(rules) == 1:  # the usual case (allocatable, job_ready per task): no generator per call
+            return bool(self._call(rules[0], *args))
+        return all(self._call(rule, *args) for rule in rules)
 
     def job_ready(self, job: JobInfo) -> bool:
         return self._all("job_ready", job)
