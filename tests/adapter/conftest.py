@@ -1,16 +1,20 @@
 """Fixtures for the adapter tests: a fresh ClusterEmulator on 127.0.0.1 per test, and clients for it."""
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import kmock
 import kubernetes.client
 import pytest
 
 from cluster_adapter.config import ApplySettings, ClientSettings, InformerSettings, SchedulerSettings
-from cluster_adapter.kube.client import KubeClient
+from cluster_adapter.cache import ObjectCache
+from cluster_adapter.kube.client import PODS, KubeClient, Resource
+from cluster_adapter.kube.informers import Informer
 from cluster_adapter.scheduler import Scheduler
 from tests.adapter.kubeemu import EmulatorThread
 from tests.adapter.kubeemu.server import read_objects, write_kubeconfig  # noqa: F401  # reason: read_objects is shared with the adapter tests from here
@@ -30,6 +34,33 @@ def eventually(check: Callable[[], bool], timeout: float = 8.0) -> None:
             return
         time.sleep(0.02)
     raise AssertionError("condition not met in time")
+
+
+@pytest.fixture
+def stop() -> Iterator[threading.Event]:
+    """Set at the end of the test: stops the informers and electors it was given to."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def start(client: KubeClient, cache: ObjectCache, stop: threading.Event, resource: Resource = PODS) -> Informer:
+    """An informer of `resource` into `cache`, started and synced."""
+    informer = Informer(client, resource, cache, FAST_INFORMERS, stop=stop).start()
+    assert informer.synced.wait(5)
+    return informer
+
+
+def restart_watches(emu: EmulatorThread) -> threading.Event:
+    """The server "restarts": every watch is dropped and new ones are refused (503) until the returned
+    event is cleared."""
+    blocked = threading.Event()
+    blocked.set()
+    emu.call(lambda e: e.faults.append(lambda call: kmock.KubernetesError(
+        status=503, reason="ServiceUnavailable", message="restarting", details={})
+        if blocked.is_set() and call.verb == "watch" else None))
+    emu.call(lambda e: e.drop_watches())
+    return blocked
 
 
 @pytest.fixture

@@ -7,21 +7,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import kmock
-import pytest
 
 from cluster_adapter.cache import ObjectCache
 from cluster_adapter.kube.client import PODS, APIUnavailable, KubeClient
 from cluster_adapter.kube.informers import Informer
-from tests.adapter.conftest import FAST_INFORMERS, eventually, load, pod
+from tests.adapter.conftest import FAST_INFORMERS, eventually, load, pod, restart_watches, start
 from tests.adapter.kubeemu import EmulatorThread
-
-
-@pytest.fixture
-def stop() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
 
 
 def names(cache: ObjectCache) -> set[str]:
@@ -128,15 +119,9 @@ def test_a_relist_after_410_drops_objects_deleted_meanwhile(emu: EmulatorThread,
                                                              stop: threading.Event) -> None:
     load(emu, [pod("a"), pod("b")])
     cache = ObjectCache()
-    informer = Informer(client, PODS, cache, FAST_INFORMERS, stop=stop).start()
-    assert informer.synced.wait(5)
+    informer = start(client, cache, stop)
     eventually(lambda: emu.call(lambda e: e.watch_count("pods")) == 1)
-    blocked = threading.Event()
-    blocked.set()
-    emu.call(lambda e: e.faults.append(lambda call: kmock.KubernetesError(
-        status=503, reason="ServiceUnavailable", message="restarting", details={})
-        if blocked.is_set() and call.verb == "watch" else None))
-    emu.call(lambda e: e.drop_watches())
+    blocked = restart_watches(emu)
     remove(emu, "a")
     load(emu, [pod("c")])
     emu.call(lambda e: e.compact())

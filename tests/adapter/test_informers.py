@@ -3,29 +3,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import kmock
-import pytest
 
 from cluster_adapter.cache import ObjectCache
-from cluster_adapter.kube.client import NODES, PODS, VCJOBS, KubeClient, Resource
+from cluster_adapter.kube.client import NODES, VCJOBS, KubeClient
 from cluster_adapter.kube.informers import Informer
-from tests.adapter.conftest import FAST_INFORMERS, eventually, load, node, pod
+from tests.adapter.conftest import FAST_INFORMERS, eventually, load, node, pod, restart_watches, start
 from tests.adapter.kubeemu import EmulatorThread
-
-
-@pytest.fixture
-def stop() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
-
-
-def start(client: KubeClient, cache: ObjectCache, stop: threading.Event, resource: Resource = PODS) -> Informer:
-    informer = Informer(client, resource, cache, FAST_INFORMERS, stop=stop).start()
-    assert informer.synced.wait(5)
-    return informer
 
 
 def names(cache: ObjectCache, resource: str = "pods") -> set[str]:
@@ -61,12 +46,7 @@ def test_an_expired_resource_version_makes_the_informer_list_again(emu: Emulator
     cache = ObjectCache()
     informer = start(client, cache, stop)
     eventually(lambda: emu.call(lambda e: e.watch_count("pods")) == 1)
-    blocked = threading.Event()
-    blocked.set()
-    emu.call(lambda e: e.faults.append(lambda call: kmock.KubernetesError(
-        status=503, reason="ServiceUnavailable", message="restarting", details={})
-        if blocked.is_set() and call.verb == "watch" else None))
-    emu.call(lambda e: e.drop_watches())  # the informer cannot watch again while the server "restarts"...
+    blocked = restart_watches(emu)  # the informer cannot watch again while the server "restarts"...
     load(emu, [pod("b")])
     emu.call(lambda e: e.compact())  # ...and meanwhile its resourceVersion falls out of the history
     blocked.clear()

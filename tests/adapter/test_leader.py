@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
-import pytest
 
 from cluster_adapter.config import LeaderSettings
 from cluster_adapter.kube.client import KubeClient
@@ -14,13 +12,6 @@ from tests.adapter.kubeemu import EmulatorThread
 
 FAST = LeaderSettings(enabled=True, namespace="volcano-system", name="volcano", lease_duration_s=1.0,
                       renew_deadline_s=0.6, retry_period_s=0.1)
-
-
-@pytest.fixture
-def stop() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
 
 
 
