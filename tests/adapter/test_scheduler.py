@@ -267,7 +267,7 @@ def test_optimize_modes_fallbacks_are_counted_by_action_run_kept_and_reason() ->
     from cluster_adapter.metrics import Metrics
 
     metrics = Metrics()
-    spent = {"kept": "volcano", "reason": "budget-spent", "why": "the session budget was spent before the optimize run"}
+    spent = {"kept": "volcano", "reason": "budget-spent", "why": "optimize's earlier runs in the session had spent its budget"}
     for stats in ({"optimize": {"preempt": spent}}, {"optimize": {"preempt": spent}}, {}):
         metrics.observe_stats(stats)
     labels = {"action": "preempt", "kept": "volcano", "reason": "budget-spent"}

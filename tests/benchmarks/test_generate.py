@@ -208,18 +208,18 @@ def test_the_runner_tells_same_preemptors_from_more_preemptors() -> None:
 
 def test_the_runner_says_which_run_optimize_kept_under_the_budget_it_was_given() -> None:
     generated = gen.generate(gen.Size("small", 20, 200), "preemption", seed=1)
-    spent = run.measure_mode(generated, "optimize", runs=1, optimize_budget="1ms")
-    assert spent["optimize_budget_s"] == 0.001
-    assert spent["optimize_runs"] == {"preempt": {"kept": "volcano", "reason": "budget-spent",
-                                                  "why": "the session budget was spent before the optimize run"}}
+    spent = run.measure_mode(generated, "optimize", runs=1, optimize_budget="1e-9")  # stops at its first check
+    assert spent["optimize_budget_s"] == 1e-9
+    assert spent["optimize_runs"] == {"preempt": {"kept": "volcano", "reason": "budget-ran-out",
+                                                  "why": "the optimize run stopped at the session budget"}}
     unlimited = run.measure_mode(generated, "optimize", runs=1, optimize_budget="unlimited")
     assert unlimited["optimize_budget_s"] is None
     assert unlimited["optimize_runs"]["preempt"]["why"] != spent["optimize_runs"]["preempt"]["why"]
     _assert_sound(unlimited, 200)
     shown = table.build_table({"size": "small", "nodes": 20, "gpu_nodes": 4, "pending_pods": 200, "pending_jobs": 20,
                                "running_pods": 100, "workload": "preemption", "seed": 1, "optimize": spent})
-    assert shown.caption == ("optimize's preempt kept volcano's run (the session budget was spent before the "
-                             "optimize run; budget 0.001 s)")
+    assert shown.caption == ("optimize's preempt kept volcano's run (the optimize run stopped at the session "
+                             "budget; budget 1e-09 s)")
 
 
 def test_the_runner_refuses_a_budget_that_is_no_duration(capsys: pytest.CaptureFixture[str]) -> None:

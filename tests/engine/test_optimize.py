@@ -8,7 +8,9 @@ it (which it then makes exactly). The conf switch and the victim search are test
 """
 from __future__ import annotations
 
+import time
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -404,12 +406,84 @@ def test_a_cpu_preemptor_among_cpu_nodes_keeps_volcanos_victims() -> None:
     assert optimized["evictions"] == volcano["evictions"] and optimized["pipelined"] == volcano["pipelined"]
 
 
+def _room_left_over() -> ClusterSnapshot:
+    """`urgent` (minMember 1) has two 4-GPU pods pending; n1 and n2 each run one 8-GPU pod of `whole`
+    (low priority, minMember 1: one of them may go). Volcano's preempt evicts one for urgent-0 between
+    jobs; gang then finds `urgent` no longer starving, so urgent-1 comes in the within-job phase, which
+    may evict only urgent's own pods, and takes the 4 GPUs left over."""
+    low, high = PriorityClass("low", 10), PriorityClass("high", 1000)
+    return snapshot(
+        nodes=[_gpu_node("n1"), _gpu_node("n2")],
+        priority_classes=[low, high],
+        podgroups=[podgroup("whole", priority_class="low", phase=PodGroupPhase.RUNNING),
+                   podgroup("urgent", priority_class="high")],
+        pods=[running("whole-0", "whole", "n1", gpu=8_000, priority=10),
+              running("whole-1", "whole", "n2", gpu=8_000, priority=10),
+              pod("urgent-0", "urgent", gpu=4_000, priority=1000),
+              pod("urgent-1", "urgent", gpu=4_000, priority=1000)],
+    )
+
+
+def test_the_plan_gives_a_preemptor_placed_within_its_job_room_not_other_jobs_victims() -> None:
+    """The joint plan follows the phase where Volcano's run placed each preemptor: a within-job one
+    cannot evict another job's pods when the optimize run replays the plan, so the plan offers it
+    only room that the between-jobs preemptors' victims could leave (on M seed 1 a plan that gave it
+    a victim of its own placed one GPU preemptor less, and optimize's run was thrown away)."""
+    snap, policy = _room_left_over(), _policy(PREEMPT_CONF)
+    volcano = run_session(snap, policy, mode="volcano").decisions.to_document()
+    assert set(volcano["pipelined"]) == {"ns/urgent-0", "ns/urgent-1"}  # type: ignore[arg-type]  # reason: JSON
+    assert len(volcano["evictions"]) == 1  # type: ignore[arg-type]  # reason: JSON
+    offered: dict[str, list[object]] = {}
+    real_plan = preempt_action.plan_victims
+
+    def recording(preemptors: Any, options: Any, **kwargs: Any) -> Any:
+        offered.update({p.name: list(options(p)) for p in preemptors})
+        return real_plan(preemptors, options, **kwargs)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(preempt_action, "plan_victims", recording)
+        optimized = run_session(snap, replace(policy, optimize_budget_s=None), mode="optimize")
+    between, within = offered["urgent-0"], offered["urgent-1"]
+    assert {o.node.name for o in between} == {"n1", "n2"}  # type: ignore[attr-defined]  # reason: Option
+    assert all(v.job.name == "whole" for o in between for v in o.victims)  # type: ignore[attr-defined]  # reason: Option
+    assert {o.node.name for o in within} == {"n1", "n2"}  # type: ignore[attr-defined]  # reason: Option
+    assert all(o.victims == () for o in within)  # type: ignore[attr-defined]  # reason: Option
+    document = optimized.decisions.to_document()
+    assert set(document["pipelined"]) == set(volcano["pipelined"])  # type: ignore[arg-type]  # reason: JSON
+    assert list(validate(snap, document, policy=policy, priority_victims=True)) == []
+
+
+def test_a_preemptor_volcanos_run_could_not_place_costs_the_optimize_run_no_node_walk() -> None:
+    """`hopeless-0` asks for 16 GPUs, more than any node has: Volcano's run weighs the nodes for it
+    and places it nowhere. optimize's run, which only has to do better than Volcano's, spends none of
+    the session budget weighing them again for it."""
+    from vpolicy.engine.actions import evict_common
+
+    snap = _preemption()
+    snap = replace(snap, podgroups=(*snap.podgroups, replace(podgroup("hopeless", priority_class="high"), creation=1.0)),
+                   pods=(*snap.pods, pod("hopeless-0", "hopeless", gpu=16_000, priority=1000)))
+    weighed: list[tuple[str, str]] = []
+    real_weigh = evict_common.useful_candidates
+
+    def recording(ctx: ActionContext, node: Any, keep: Any, preemptor: Any, *args: Any, **kwargs: Any) -> Any:
+        weighed.append((ctx.mode, preemptor.name))
+        return real_weigh(ctx, node, keep, preemptor, *args, **kwargs)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(evict_common, "useful_candidates", recording)  # optimize's search reads it from there
+        m.setattr(preempt_action, "useful_candidates", recording)  # Volcano's node step, imported
+        decisions = run_session(snap, replace(_policy(PREEMPT_CONF), optimize_budget_s=None), mode="optimize").decisions
+    assert decisions.stats["optimize"]["preempt"]["kept"] == "optimize"  # type: ignore[index]  # reason: stats JSON
+    assert ("volcano", "hopeless-0") in weighed
+    assert ("optimize", "hopeless-0") not in weighed
+
+
 # the session budget ---------------------------------------------------------------------------------
 def test_a_spent_budget_keeps_volcanos_victims_and_says_so() -> None:
     """The cheapest victim set (one 8-GPU pod instead of two 4-GPU pods) is found only when the budget
-    leaves time for optimize's own run of preempt; once it is spent the session keeps Volcano's run,
+    leaves time for optimize's own run of preempt. With a budget of a nanosecond that run stops at its
+    first check, and reclaim's run, after it, finds the budget spent: the session keeps Volcano's runs,
     whole, and the decision document says which run each evicting action kept and why."""
     snap, policy = _preemption(), _policy(PREEMPT_CONF)
+    assert policy.actions.index("preempt") < policy.actions.index("reclaim")
     volcano = run_session(snap, policy, mode="volcano").decisions.to_document()
     unlimited = run_session(snap, replace(policy, optimize_budget_s=None), mode="optimize").decisions
     spent = run_session(snap, replace(policy, optimize_budget_s=1e-9), mode="optimize").decisions
@@ -417,9 +491,28 @@ def test_a_spent_budget_keeps_volcanos_victims_and_says_so() -> None:
     assert unlimited.stats["optimize"]["preempt"]["kept"] == "optimize"  # type: ignore[index]  # reason: stats JSON
     assert spent.to_document()["evictions"] == volcano["evictions"]
     assert spent.to_document()["pipelined"] == volcano["pipelined"]
-    assert spent.stats["optimize"]["preempt"] == {  # type: ignore[index]  # reason: stats JSON
-        "kept": "volcano", "reason": "budget-spent", "why": "the session budget was spent before the optimize run"}
+    assert spent.stats["optimize"] == {  # type: ignore[index]  # reason: stats JSON
+        "preempt": {"kept": "volcano", "reason": "budget-ran-out", "why": "the optimize run stopped at the session budget"},
+        "reclaim": {"kept": "volcano", "reason": "budget-spent",
+                    "why": "optimize's earlier runs in the session had spent its budget"}}
     assert "optimize" not in run_session(snap, policy, mode="volcano").decisions.stats
+
+
+def test_the_budget_counts_only_what_optimize_adds_to_volcanos_runs() -> None:
+    """Volcano's own run of preempt (the witness) is not charged to the budget: however long it takes,
+    optimize's run still gets the whole budget after it."""
+    snap, policy = _preemption(), _policy(PREEMPT_CONF)
+    real_trial = optimize._trial
+
+    def slow_witness(ctx: ActionContext, run: Any, mode: str) -> optimize._Trial:
+        trial = real_trial(ctx, run, mode)
+        if mode == "volcano":
+            time.sleep(0.6)  # Volcano's run took longer than the whole budget
+        return trial
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(optimize, "_trial", slow_witness)
+        decisions = run_session(snap, replace(policy, optimize_budget_s=0.5), mode="optimize").decisions
+    assert decisions.stats["optimize"]["preempt"]["kept"] == "optimize"  # type: ignore[index]  # reason: stats JSON
 
 
 def _zone_a(n: Node, *, cordoned: bool = False, ready: bool = True) -> Node:
@@ -483,7 +576,7 @@ def test_a_run_that_runs_out_of_budget_leaves_volcanos_decisions_exactly(snap: C
         if ctx.mode == "optimize":
             left[0] -= 1
             if left[0] <= 0:
-                ctx.deadline = float("-inf")
+                ctx.deadline, ctx.budget_left = float("-inf"), 0.0
         return real_check(ctx)
     with pytest.MonkeyPatch.context() as m:
         m.setattr(ActionContext, "out_of_time", out_of_time)

@@ -26,7 +26,7 @@ from vpolicy.model.snapshot import ClusterSnapshot, PodGroupPhase, TaskStatus
 from vpolicy.solve.backend_z3 import Z3Backend
 
 
-# Volcano's default schedule period: a session that takes longer delays the next one
+# Volcano's default schedule period: optimize mode may add at most this much to a session
 OPTIMIZE_BUDGET_S = 1.0
 
 
@@ -38,8 +38,9 @@ class CompiledPolicy:
     tiers: tuple[tuple[PluginInstance, ...], ...]
     source: str = ""
     mode: str = "volcano"  # "optimize": same rules, better choices among feasible ones (engine.optimize)
-    # optimize mode's extra runs of evicting actions stop once a session has taken this long and
-    # Volcano's run is kept (Volcano's schedule period, the DESIGN §7 session budget); None: no limit
+    # the time optimize mode may add to a session beyond Volcano's own runs (`optimize.never_worse`):
+    # its runs of the evicting actions stop once they have taken this long together, and Volcano's run
+    # is kept (Volcano's schedule period, the DESIGN §7 session budget); None: no limit
     optimize_budget_s: float | None = OPTIMIZE_BUDGET_S
     # what loading the policy warned about, one line each (a plugin or setting of the conf that is not
     # implemented and was left out): the decisions may differ from Volcano's there, so tools show them
@@ -95,9 +96,8 @@ def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: floa
     ctx = ActionContext(runtime, state, Placement(runtime, state), outcome, policy.actions,
                         mode=optimize.check_mode(mode or policy.mode))
     if ctx.optimize:
-        optimize.configure(ctx.placement)
-        if policy.optimize_budget_s is not None:
-            ctx.deadline = started + policy.optimize_budget_s
+        optimize.configure(ctx.placement, policy.actions)
+        ctx.budget_left = policy.optimize_budget_s
     timings: dict[str, dict[str, float]] = {}
     for name in policy.actions:
         t0 = time.perf_counter()

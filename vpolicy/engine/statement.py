@@ -19,11 +19,13 @@ class Operation:
     task: TaskInfo
     prev_status: TaskStatus
     prev_node: str
-    reason: str = ""
     action: str = ""
     for_job: str = ""
     rule: str = ""
     prev_eviction_occurred: bool = False  # the task's flag before a pipeline set it
+    # the part of its action that placed the task (preempt: `other-jobs`, `same-job`), for optimize's
+    # plan to tell which preemptors Volcano's run placed with victims of other jobs
+    phase: str = ""
 
 
 @dataclass(slots=True)
@@ -49,11 +51,11 @@ class Statement:
         self.ops.append(Operation("allocate", task, task.status, task.node_name))
         self.state.set_status(task, TaskStatus.ALLOCATED, node)
 
-    def pipeline(self, task: TaskInfo, node: str, *, eviction_occurred: bool = False) -> None:
+    def pipeline(self, task: TaskInfo, node: str, *, eviction_occurred: bool = False, phase: str = "") -> None:
         """`eviction_occurred`: this statement evicted for `task` on `node` (preempt, reclaim), which is
-        when Volcano nominates the node for the pod."""
+        when Volcano nominates the node for the pod; `phase`: see `Operation.phase`."""
         self.ops.append(Operation("pipeline", task, task.status, task.node_name,
-                                  prev_eviction_occurred=task.eviction_occurred))
+                                  prev_eviction_occurred=task.eviction_occurred, phase=phase))
         self.state.set_status(task, TaskStatus.PIPELINED, node)
         task.eviction_occurred = eviction_occurred
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -57,14 +58,22 @@ class VictimPlan:
     victims_on: dict[str, tuple[TaskInfo, ...]]  # node name -> the victims planned there
 
 
+def load_solver() -> tuple[Any, Any, Any, Any]:
+    """scipy's MILP and what builds its input, imported on first use: importing scipy takes 0.3-0.5 s,
+    which every command that never plans (most of them) would pay, and which an optimize session
+    should not pay inside its budget (`optimize.configure` loads it as the session starts)."""
+    from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]  # reason: no stubs
+    from scipy.sparse import coo_array  # type: ignore[import-untyped]  # reason: no stubs
+    return Bounds, LinearConstraint, milp, coo_array
+
+
 def plan_victims(preemptors: Sequence[TaskInfo], options: Callable[[TaskInfo], Sequence[Option]], *,
                  gpus: Callable[[TaskInfo], int], budgets: Mapping[str, int],
                  floors: Mapping[str, Resources], time_limit: float) -> VictimPlan | None:
     """The plan for `preemptors` (module docstring); None when no plan places every one of them, or
     the solver found none within `time_limit` seconds. `budgets` is keyed by victim job key, `floors`
     by victim queue name; `gpus` counts a victim's whole GPUs."""
-    from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]  # reason: no stubs
-    from scipy.sparse import coo_array  # type: ignore[import-untyped]  # reason: no stubs
+    Bounds, LinearConstraint, milp, coo_array = load_solver()
 
     pairs: list[tuple[int, NodeInfo, tuple[TaskInfo, ...]]] = []  # x columns: (preemptor, node, its victims)
     for i, p in enumerate(preemptors):

@@ -25,8 +25,10 @@ class ActionContext:
     outcome: Outcome
     actions: tuple[str, ...]
     mode: str = "volcano"  # "optimize": choices among feasible nodes and victims by engine.optimize
-    # perf_counter() time after which an optimize run of an evicting action stops and Volcano's run of
-    # it is kept (the session budget, `CompiledPolicy.optimize_budget_s`); None: no limit
+    # what is left of the session budget (`CompiledPolicy.optimize_budget_s`, the time optimize's own
+    # runs of evicting actions may take together), and the perf_counter() time after which the run in
+    # progress stops and Volcano's run of its action is kept; None: no limit
+    budget_left: float | None = None
     deadline: float | None = None
     optimize_stopped: bool = False  # an optimize run found the budget spent (`out_of_time`)
     # evicting action -> which run optimize mode kept and why (`optimize.never_worse`)

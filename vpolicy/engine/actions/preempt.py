@@ -25,6 +25,8 @@ from vpolicy.model.snapshot import TaskStatus
 
 _PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 PLAN_SECONDS = 60.0  # the most the joint victim plan may take when the session budget is unlimited (L: 8 s)
+# the two phases, named on the failure memo and on each pipeline operation (`Operation.phase`)
+OTHER_JOBS, SAME_JOB = "other-jobs", "same-job"
 
 
 def run(ctx: ActionContext) -> None:
@@ -50,7 +52,7 @@ def run(ctx: ActionContext) -> None:
             tasks[job.key] = rt.task_queue(pending)
 
     if ctx.optimize and ctx.witness is not None:
-        ctx.victim_plan = _victim_plan(ctx)
+        ctx.victim_plan = _victim_plan(ctx, hosts, nowhere)
     while not queues.empty():
         queue = queues.pop()
         jobs = preemptors.get(queue.name)
@@ -62,7 +64,7 @@ def run(ctx: ActionContext) -> None:
             assigned = False
             while rt.job_starving(job) and not tasks[job.key].empty():
                 preemptor = tasks[job.key].pop()
-                if preempt_one(ctx, stmt, preemptor, _other_job_same_queue(preemptor), memo="other-jobs",
+                if preempt_one(ctx, stmt, preemptor, _other_job_same_queue(preemptor), memo=OTHER_JOBS,
                                hosts=hosts.get(queue.name, nowhere)):
                     assigned = True
             if rt.job_pipelined(job):
@@ -83,10 +85,7 @@ def run(ctx: ActionContext) -> None:
                     return
                 preemptor = own.pop()
                 stmt = ctx.statement()
-
-                def same_job(t: TaskInfo, job: JobInfo = job, p: TaskInfo = preemptor) -> bool:
-                    return _evictable(t, p) and t.job is job
-                assigned = preempt_one(ctx, stmt, preemptor, same_job, memo="same-job", hosts=own_hosts)
+                assigned = preempt_one(ctx, stmt, preemptor, _same_job(preemptor), memo=SAME_JOB, hosts=own_hosts)
                 stmt.commit()
                 if not assigned:
                     break
@@ -110,27 +109,39 @@ def _preemptable_hosts(ctx: ActionContext) -> dict[str, np.ndarray]:
     return hosts
 
 
-def _victim_plan(ctx: ActionContext) -> VictimPlan | None:
+def _victim_plan(ctx: ActionContext, hosts: dict[str, np.ndarray], nowhere: np.ndarray) -> VictimPlan | None:
     """The joint victim plan (`engine.victim_plan`) for the GPU preemptors Volcano's run of this action
-    placed: each may use a node its predicates allow where its own victims (of the between-jobs phase:
-    same queue, another job; those the rules allow it there now) could make room. A preemptor with no
-    such node (it took room another's evictions left, or was placed by the within-job phase) is left
-    to the action's own choice; the plan with floors then keeps the room Volcano's run made."""
+    placed: each may use a node its predicates allow, with the victims the rules allow it there now, in
+    the phase where Volcano's run placed it (`Operation.phase`). One placed between jobs may use a node
+    where its own victims (same queue, another job) could make room. One placed within its job (its
+    job no longer starving: the action comes back to it after the queue's turn) may evict only its
+    own job's tasks, so it may also use a node where other preemptors' victims could make the room
+    (in Volcano's run, often room a larger eviction left over). A preemptor with no such node is left
+    to the action's own choice; the plan with floors then keeps the room Volcano's run made. As in the
+    node walk, only nodes where its queue runs something preemptable (`hosts`) or where it fits
+    FutureIdle are looked at: no other node can offer it a victim or room."""
     rt, placement = ctx.runtime, ctx.placement
     assert ctx.witness is not None
     placed = [op.task for op in ctx.witness if op.kind == "pipeline" and optimize.gpus(op.task.resreq)
               and op.task.job is not None]
+    within_job = {op.task.uid for op in ctx.witness if op.kind == "pipeline" and op.phase == SAME_JOB}
     kinds: dict[tuple[object, ...], list[Option]] = {}
+
+    def keep_for(p: TaskInfo) -> Callable[[TaskInfo], bool]:
+        return _same_job(p) if p.uid in within_job else _other_job_same_queue(p)
 
     def options(p: TaskInfo) -> list[Option]:
         assert p.job is not None
-        kind = (p.job.key, task_key(p, SPEC_READS))
+        kind = (p.job.key, task_key(p, SPEC_READS), p.uid in within_job)
         if kind not in kinds:
-            keep, found = _other_job_same_queue(p), []
-            for node in placement.preempt_nodes(p):
+            keep, others, found = keep_for(p), _other_job_same_queue(p), []
+            worth = hosts.get(p.job.queue.name, nowhere) | placement.fits_future(p)
+            rows = placement.preempt_rows(p)
+            for node in (placement.node_list[r] for r in rows[worth[rows]].tolist()):
                 candidates = candidates_on(node, keep)
                 victims = rt.victims("preemptable", p, candidates)[0] if candidates else []
-                if fits_with(victims, p, node) and rt.predicate(p, node) is None:
+                room = victims + candidates_on(node, others) if p.uid in within_job else victims
+                if fits_with(room, p, node) and rt.predicate(p, node) is None:
                     found.append(Option(node, tuple(victims)))
             kinds[kind] = found
         return kinds[kind]
@@ -146,7 +157,7 @@ def _victim_plan(ctx: ActionContext) -> VictimPlan | None:
             floors[name] = floors.get(name, Resources()) + op.task.resreq.without("pods")
     budgets: dict[str, int] = {}
     for p in planned:
-        keep = _other_job_same_queue(p)
+        keep = keep_for(p)
         for option in options(p):
             for v in option.victims:
                 if v.job is not None and v.job.key not in budgets:
@@ -167,6 +178,15 @@ def _other_job_same_queue(preemptor: TaskInfo) -> Callable[[TaskInfo], bool]:
     def keep(t: TaskInfo) -> bool:
         # identity tests first: most tasks on a node belong to other queues
         return t.job is not None and t.job.queue is job.queue and t.job is not job and _evictable(t, preemptor)
+    return keep
+
+
+def _same_job(preemptor: TaskInfo) -> Callable[[TaskInfo], bool]:
+    """The within-job phase's victim filter: evictable tasks of the preemptor's own job."""
+    job = preemptor.job
+
+    def keep(t: TaskInfo) -> bool:
+        return t.job is job and _evictable(t, preemptor)
     return keep
 
 
@@ -193,20 +213,22 @@ def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, 
     key = ("preempt", memo, preemptor.job.key, task_key(preemptor, SPEC_READS))
     if ctx.eviction_failed_before(key):
         return False
-    done = _preempt_one(ctx, stmt, preemptor, keep, key, hosts)
+    done = _preempt_one(ctx, stmt, preemptor, keep, key, hosts, phase=memo)
     if not done:
         ctx.remember_eviction_failure(key)
     return done
 
 
 def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,  # type: ignore[no-untyped-def]  # reason: predicate closure
-                 kind: tuple[object, ...], hosts: np.ndarray) -> bool:
+                 kind: tuple[object, ...], hosts: np.ndarray, *, phase: str) -> bool:
     assert preemptor.job is not None
     queue = preemptor.job.queue
     among = _queue_tasks(ctx, queue)
     first = optimize.witness_first(ctx, preemptor) if ctx.optimize else None
-    if first is not None and _preempt_on(ctx, stmt, preemptor, keep, kind, first, among):
+    if first is not None and _preempt_on(ctx, stmt, preemptor, keep, kind, first, among, phase=phase):
         return True
+    if ctx.optimize and optimize.not_searched_again(ctx, preemptor):
+        return False
     # scored over every node first: a normalised score depends on the set it is computed over; then
     # only nodes that can offer a victim or already hold the preemptor (FutureIdle) are worth a visit
     placement = ctx.placement
@@ -226,16 +248,18 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
         if done is not None:
             return done
     for node in nodes:
-        if node is not first and _preempt_on(ctx, stmt, preemptor, keep, kind, node, among):
+        if node is not first and _preempt_on(ctx, stmt, preemptor, keep, kind, node, among, phase=phase):
             return True
     return False
 
 
 def _preempt_on(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,  # type: ignore[no-untyped-def]  # reason: predicate closure
-                kind: tuple[object, ...], node: NodeInfo, among: Callable[[NodeInfo], list[TaskInfo]]) -> bool:
+                kind: tuple[object, ...], node: NodeInfo, among: Callable[[NodeInfo], list[TaskInfo]], *,
+                phase: str) -> bool:
     """Volcano's step on one node: the victims the rules allow there, evicted lowest-order first until
     the preemptor fits, which is then pipelined (merged into `stmt`); nothing changes when it never fits.
-    `among(node)`: the node's tasks of the preemptor's queue, where both phases' victims are."""
+    `among(node)`: the node's tasks of the preemptor's queue, where both phases' victims are; `phase`
+    (the victim filter's memo name) goes on the pipeline operation."""
     assert preemptor.job is not None
     queue = preemptor.job.queue
     candidates = useful_candidates(ctx, node, keep, preemptor, kind, among=among)
@@ -250,7 +274,7 @@ def _preempt_on(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, 
             break
         local.evict(victim, action="preempt", for_job=preemptor.job.key, rule=rule.label.location if rule else "")
     if _fits(ctx, queue, preemptor, node):
-        local.pipeline(preemptor, node.name, eviction_occurred=local.evicts())
+        local.pipeline(preemptor, node.name, eviction_occurred=local.evicts(), phase=phase)
         stmt.merge(local)
         return True
     local.discard()
