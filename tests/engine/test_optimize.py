@@ -452,15 +452,33 @@ def test_the_plan_gives_a_preemptor_placed_within_its_job_room_not_other_jobs_vi
     assert list(validate(snap, document, policy=policy, priority_victims=True)) == []
 
 
-def test_a_preemptor_volcanos_run_could_not_place_costs_the_optimize_run_no_node_walk() -> None:
-    """`hopeless-0` asks for 16 GPUs, more than any node has: Volcano's run weighs the nodes for it
-    and places it nowhere. optimize's run, which only has to do better than Volcano's, spends none of
-    the session budget weighing them again for it."""
+def test_optimize_places_a_gpu_gang_that_volcanos_preempt_could_not() -> None:
+    """`later` (8 GPUs) may run only on n0. Volcano's preempt empties n0 for `urgent` (binpack tries it
+    first), so `later` finds no room and no victim anywhere. optimize gives `urgent` the one-pod victim
+    on n1 instead, and then searches for `later`, which Volcano's run never placed: it takes n0."""
+    snap = _preemption()
+    n0 = _zone_a(snap.nodes[0])  # type: ignore[arg-type]  # reason: Node
+    later = replace(pod("later-0", "later", gpu=8_000, priority=1000), node_selector={"zone": "a"})
+    snap = replace(snap, nodes=(n0, *snap.nodes[1:]),
+                   podgroups=(*snap.podgroups, replace(podgroup("later", priority_class="high"), creation=1.0)),
+                   pods=(*snap.pods, later))
+    policy = _policy(PREEMPT_CONF)
+    volcano, optimized = both(snap, policy)
+    assert "ns/later-0" not in volcano["pipelined"]  # type: ignore[operator]  # reason: JSON
+    assert optimized["pipelined"] == {"ns/urgent-0": "n1", "ns/later-0": "n0"}
+    assert gpus_placed(snap, optimized) > gpus_placed(snap, volcano)
+    assert list(validate(snap, optimized, policy=policy, priority_victims=True)) == []
+
+
+def test_a_cpu_preemptor_volcanos_run_could_not_place_costs_the_optimize_run_no_node_walk() -> None:
+    """`hopeless-0` asks for 64 cpus and no GPU, more than any node has: Volcano's run weighs the
+    nodes for it and places it nowhere. optimize's run, which only has to do better than Volcano's
+    and can gain no GPU with it, spends none of the session budget weighing them again for it."""
     from vpolicy.engine.actions import evict_common
 
     snap = _preemption()
     snap = replace(snap, podgroups=(*snap.podgroups, replace(podgroup("hopeless", priority_class="high"), creation=1.0)),
-                   pods=(*snap.pods, pod("hopeless-0", "hopeless", gpu=16_000, priority=1000)))
+                   pods=(*snap.pods, pod("hopeless-0", "hopeless", cpu=64_000, priority=1000)))
     weighed: list[tuple[str, str]] = []
     real_weigh = evict_common.useful_candidates
 
@@ -474,6 +492,33 @@ def test_a_preemptor_volcanos_run_could_not_place_costs_the_optimize_run_no_node
     assert decisions.stats["optimize"]["preempt"]["kept"] == "optimize"  # type: ignore[index]  # reason: stats JSON
     assert ("volcano", "hopeless-0") in weighed
     assert ("optimize", "hopeless-0") not in weighed
+
+
+def test_a_gpu_preemptor_volcanos_run_could_not_place_gets_the_search_but_not_volcanos_walk_again() -> None:
+    """`hopeless-0` asks for 16 GPUs, more than any node has: Volcano's walk weighs the nodes for it
+    and places it nowhere. optimize's run gives it the cheapest victim search (it could gain a GPU),
+    here left undecided as when the search runs out of steps, and then does not walk the nodes again
+    as Volcano's run did."""
+    snap = _preemption()
+    snap = replace(snap, podgroups=(*snap.podgroups, replace(podgroup("hopeless", priority_class="high"), creation=1.0)),
+                   pods=(*snap.pods, pod("hopeless-0", "hopeless", gpu=16_000, priority=1000)))
+    searched: list[str] = []
+    stepped: list[tuple[str, str]] = []
+    real_step = preempt_action._preempt_on
+
+    def undecided(ctx: ActionContext, stmt: Any, preemptor: Any, *args: Any, **kwargs: Any) -> None:
+        searched.append(preemptor.name)
+        return None
+
+    def step(ctx: ActionContext, stmt: Any, preemptor: Any, *args: Any, **kwargs: Any) -> bool:
+        stepped.append((ctx.mode, preemptor.name))
+        return real_step(ctx, stmt, preemptor, *args, **kwargs)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(optimize, "evict_cheapest", undecided)
+        m.setattr(preempt_action, "_preempt_on", step)
+        run_session(snap, replace(_policy(PREEMPT_CONF), optimize_budget_s=None), mode="optimize")
+    assert ("volcano", "hopeless-0") in stepped and "hopeless-0" in searched
+    assert ("optimize", "hopeless-0") not in stepped
 
 
 # the session budget ---------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ OTHER_JOBS, SAME_JOB = "other-jobs", "same-job"
 def run(ctx: ActionContext) -> None:
     ctx.forget_node_memos()
     rt = ctx.runtime
-    hosts = _preemptable_hosts(ctx)
+    hosts, runs_victims = _preemptable(ctx)
     nowhere = np.zeros(len(ctx.placement.node_list), dtype=bool)
     queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
     preemptors: dict[str, PriorityQueue[JobInfo]] = {}
@@ -65,7 +65,7 @@ def run(ctx: ActionContext) -> None:
             while rt.job_starving(job) and not tasks[job.key].empty():
                 preemptor = tasks[job.key].pop()
                 if preempt_one(ctx, stmt, preemptor, _other_job_same_queue(preemptor), memo=OTHER_JOBS,
-                               hosts=hosts.get(queue.name, nowhere)):
+                               hosts=hosts.get(queue.name, nowhere), own_tasks=job.key in runs_victims):
                     assigned = True
             if rt.job_pipelined(job):
                 stmt.commit()
@@ -77,8 +77,7 @@ def run(ctx: ActionContext) -> None:
 
         for job in under_request.get(queue.name, ()):  # the queue's own starving jobs (reference §4.3)
             # with nothing of its own to preempt no node offers a same-job victim: only room will do
-            runs_own = any(t.status in _PREEMPTABLE_STATUSES for t in job.tasks)
-            own_hosts = hosts.get(job.queue.name, nowhere) if runs_own else nowhere
+            own_hosts = hosts.get(job.queue.name, nowhere) if job.key in runs_victims else nowhere
             own = rt.task_queue(ctx.pending_tasks(job))
             while not own.empty():
                 if ctx.out_of_time():
@@ -91,13 +90,15 @@ def run(ctx: ActionContext) -> None:
                     break
 
 
-def _preemptable_hosts(ctx: ActionContext) -> dict[str, np.ndarray]:
-    """Queue name -> a mask over the node rows: where the queue runs something preemptable as the
-    action starts. Within the action tasks only stop running (evicted; a discard puts them back where
-    they were), so no other node can ever offer one of the queue's tasks as a victim: the node walk
-    skips them unscanned."""
+def _preemptable(ctx: ActionContext) -> tuple[dict[str, np.ndarray], set[str]]:
+    """What can be a victim as the action starts: queue name -> a mask over the node rows where the
+    queue runs something preemptable, and the keys of the jobs that run something preemptable. Within
+    the action tasks only stop running (evicted; a discard puts them back where they were), so no
+    other node can ever offer one of the queue's tasks as a victim (the node walk skips them
+    unscanned), and no other job ever offers one of its own."""
     row = ctx.placement.arrays.row
     hosts: dict[str, np.ndarray] = {}
+    runs_victims: set[str] = set()
     for job in ctx.state.jobs.values():
         for task in job.tasks:
             # a pod may name a node the snapshot does not hold: no victim of preempt there
@@ -106,7 +107,8 @@ def _preemptable_hosts(ctx: ActionContext) -> dict[str, np.ndarray]:
                 if mask is None:
                     mask = hosts[job.queue.name] = np.zeros(len(ctx.placement.node_list), dtype=bool)
                 mask[row[task.node_name]] = True
-    return hosts
+                runs_victims.add(job.key)
+    return hosts, runs_victims
 
 
 def _victim_plan(ctx: ActionContext, hosts: dict[str, np.ndarray], nowhere: np.ndarray) -> VictimPlan | None:
@@ -198,11 +200,13 @@ def _evictable(task: TaskInfo, preemptor: TaskInfo) -> bool:
 
 
 def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, *, memo: str,  # type: ignore[no-untyped-def]  # reason: predicate closure
-                hosts: np.ndarray) -> bool:
+                hosts: np.ndarray, own_tasks: bool = True) -> bool:
     """Evict for one task on the best node that works; `memo` names the victim filter `keep`, so a
     failure is remembered for the task's identical siblings until the session state changes, and each
     node's candidates are kept for them until that node changes; only `hosts` (a mask over the node
-    rows) can hold a victim."""
+    rows) can hold a victim. `own_tasks` False says the preemptor's job runs nothing preemptable: its
+    between-jobs filter then keeps on each node what it keeps for any job of the queue, so the node
+    answers are shared with the queue's other preemptors of the same spec."""
     if preemptor.pod.preemption_policy == "Never" or preemptor.job is None:
         return False
     queue = preemptor.job.queue
@@ -210,10 +214,14 @@ def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, 
             ctx, stmt, preemptor, callback="preemptable", keep=keep, action="preempt",
             fits=lambda n: _fits(ctx, queue, preemptor, n)):
         return True  # before the failure memo: the plan may hold for this sibling where another failed
-    key = ("preempt", memo, preemptor.job.key, task_key(preemptor, SPEC_READS))
+    spec = task_key(preemptor, SPEC_READS)
+    key = ("preempt", memo, preemptor.job.key, spec)
     if ctx.eviction_failed_before(key):
         return False
-    done = _preempt_one(ctx, stmt, preemptor, keep, key, hosts, phase=memo)
+    # the failure depends on the job (the rules read it), the node answers only on the filter
+    shared = memo == OTHER_JOBS and not own_tasks
+    kind = ("preempt", memo, ("queue", queue.name), spec) if shared else key
+    done = _preempt_one(ctx, stmt, preemptor, keep, kind, hosts, phase=memo)
     if not done:
         ctx.remember_eviction_failure(key)
     return done
@@ -227,7 +235,8 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
     first = optimize.witness_first(ctx, preemptor) if ctx.optimize else None
     if first is not None and _preempt_on(ctx, stmt, preemptor, keep, kind, first, among, phase=phase):
         return True
-    if ctx.optimize and optimize.not_searched_again(ctx, preemptor):
+    missed = ctx.optimize and optimize.missed_by_volcano(ctx, preemptor)
+    if missed and not optimize.gpus(preemptor.resreq):
         return False
     # scored over every node first: a normalised score depends on the set it is computed over; then
     # only nodes that can offer a victim or already hold the preemptor (FutureIdle) are worth a visit
@@ -247,6 +256,8 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
                                        kind=kind)
         if done is not None:
             return done
+        if missed:
+            return False  # Volcano's walk failed it in Volcano's run: only the cheapest search was new
     for node in nodes:
         if node is not first and _preempt_on(ctx, stmt, preemptor, keep, kind, node, among, phase=phase):
             return True
