@@ -15,8 +15,9 @@ as a table (`benchmarks.table`).
 `volcano` runs Volcano's built-in conf (`enqueue, allocate, backfill`; `enqueue, allocate, preempt,
 backfill` for the preemption workload); `optimize` runs the same conf with `run_session(mode="optimize")`
 (`vpolicy.engine.optimize`: GPU best fit over every feasible node, cheapest victim sets) within the
-conf's session budget (1 s, or `--optimize-budget`: an evicting action's optimize run that does not
-fit keeps Volcano's, and `optimize_runs` says which run each action kept), on the same snapshot, in
+conf's session budget (1 s of optimize's own work beyond Volcano's runs, or `--optimize-budget`: an
+evicting action's optimize run that does not fit keeps Volcano's, and `optimize_runs` says which run
+each action kept), on the same snapshot, in
 the same invocation (`--mode both`), so the ratios compare like with like. Timing covers
 `run_session` only (session state built from the snapshot, every action, closing), as wall time and as
 this process's CPU time (`session_cpu_ms_p50`: the machine is shared); generating the snapshot and

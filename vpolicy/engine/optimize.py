@@ -395,7 +395,7 @@ def missed_by_volcano(ctx: "ActionContext", preemptor: TaskInfo) -> bool:
     does not need it. preempt then spends less of the session budget on it: a preemptor of CPU only
     is not searched for at all (it can gain no GPU), and one of GPUs gets the cheapest victim search
     but not Volcano's node walk after it, which failed it in Volcano's run. At M on the preemption
-    workload, seeds 1 and 3, the two walks took 0.2-0.35 s and 0.15-0.25 s of a 0.6-0.8 s run and
+    workload, seeds 1 and 3, the two walks took 0.2-0.35 s and 0.14-0.26 s of a 0.6-0.8 s run and
     placed 6 CPU pods and no GPU pod; the search still finds the gangs that cheaper victims elsewhere
     leave room for (S seed 3: one of 8 GPUs)."""
     return ctx.witness is not None and preemptor.uid not in ctx.witness_nodes

@@ -23,8 +23,9 @@ class Operation:
     for_job: str = ""
     rule: str = ""
     prev_eviction_occurred: bool = False  # the task's flag before a pipeline set it
-    # the part of its action that placed the task (preempt: `other-jobs`, `same-job`), for optimize's
-    # plan to tell which preemptors Volcano's run placed with victims of other jobs
+    # the part of its action that placed the task (preempt's node step: `other-jobs`, `same-job`; empty
+    # elsewhere), for optimize's plan to tell which preemptors Volcano's run placed with victims of
+    # other jobs
     phase: str = ""
 
 

@@ -135,7 +135,8 @@ UNLIMITED = "unlimited"
 
 
 def _conf_budget(conf: conf_model.SchedulerConf, diags: list[Diagnostic]) -> float | None:
-    """How long optimize mode may work on a session before it keeps Volcano's decisions:
+    """How long optimize mode may work on a session beyond Volcano's own runs of the evicting actions
+    before it keeps Volcano's decisions (`optimize.never_worse`):
     `arguments: {mode: optimize, optimizeBudget: 800ms}` beside the mode (default Volcano's schedule
     period, 1 s). The last entry that says it wins."""
     budget: float | None = OPTIMIZE_BUDGET_S
