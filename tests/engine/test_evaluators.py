@@ -320,6 +320,16 @@ def test_generated_least_requested_reads_node_resources_at_most_once_per_dimensi
     assert reads == [{"allocatable": 1, "used": 2}, {"allocatable": 8, "used": 4}]
 
 
+def _outcome(fn: Any) -> object:
+    """What a call answers (the value and its type), or the type of what it raises: a fused form must
+    fail where the form it replaces fails."""
+    try:
+        value = fn()
+    except Exception as e:  # noqa: BLE001  # reason: the reference's failure is an answer too
+        return type(e)
+    return value, type(value)
+
+
 _VECTORS = st.dictionaries(st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu"]), st.integers(-3, 8),
                            max_size=4).map(Resources)
 
@@ -331,11 +341,29 @@ def test_the_share_of_a_difference_is_computed_as_the_share_of_the_built_differe
     from vpolicy.compile import evaluate, pycode
     from vpolicy.compile.functions import share
 
-    def outcome(fn):  # type: ignore[no-untyped-def]  # reason: test helper
-        try:
-            value = fn()
-        except Exception as e:  # noqa: BLE001  # reason: the reference's failure is an answer too
-            return type(e)
-        return value, type(value)
+    assert _outcome(lambda: pycode._share_minus(a, b, total)) == _outcome(lambda: share(evaluate._sub(a, b), total))
 
-    assert outcome(lambda: pycode._share_minus(a, b, total)) == outcome(lambda: share(evaluate._sub(a, b), total))
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(_VECTORS, st.just(0)), st.one_of(_VECTORS, st.just(0)), _VECTORS,
+       st.lists(st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu", "hugepages"]), max_size=5))
+def test_a_sum_compared_on_some_dimensions_is_compared_as_the_built_sum(a, b, limit, names) -> None:  # type: ignore[no-untyped-def]
+    """Generated code asks `le_on(a + b, limit, names)` without building `a + b` (`pycode._le_on_sum`):
+    proportion's allocatable check, once per task placed."""
+    from vpolicy.compile import evaluate, pycode
+    from vpolicy.compile.functions import FUNCTIONS as builtins
+
+    assert _outcome(lambda: pycode._le_on_sum(a, b, limit, names)) == \
+        _outcome(lambda: builtins["le_on"](evaluate._add(a, b), limit, names))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(_VECTORS, st.just(0)), st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu"]))
+def test_the_dimensions_of_a_vector_without_one_are_those_of_the_built_vector(r, name) -> None:  # type: ignore[no-untyped-def]
+    """Generated code asks `dims(without(r, name))` without building `without(r, name)`
+    (`pycode._dims_without`)."""
+    from vpolicy.compile import pycode
+    from vpolicy.compile.functions import FUNCTIONS as builtins
+
+    assert _outcome(lambda: pycode._dims_without(r, name)) == \
+        _outcome(lambda: builtins["dims"](builtins["without"](r, name)))
