@@ -428,7 +428,7 @@ def test_the_plan_gives_a_preemptor_placed_within_its_job_room_not_other_jobs_vi
     """The joint plan follows the phase where Volcano's run placed each preemptor: a within-job one
     cannot evict another job's pods when the optimize run replays the plan, so the plan offers it
     only room that the between-jobs preemptors' victims could leave (on M seed 1 a plan that gave it
-    a victim of its own placed one GPU preemptor less, and optimize's run was thrown away)."""
+    another job's victim placed one GPU preemptor less, and optimize's run was thrown away)."""
     snap, policy = _room_left_over(), _policy(PREEMPT_CONF)
     volcano = run_session(snap, policy, mode="volcano").decisions.to_document()
     assert set(volcano["pipelined"]) == {"ns/urgent-0", "ns/urgent-1"}  # type: ignore[arg-type]  # reason: JSON
