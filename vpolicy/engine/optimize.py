@@ -306,12 +306,18 @@ def weighs_gpus(placement: "Placement", preemptor: TaskInfo, nodes: Sequence[Nod
     CPU pods of 900, saving no GPU)."""
     if gpus(preemptor.resreq):
         return True
-    pack = placement.pack
-    gpu_nodes = pack.gpu_nodes if isinstance(pack, Packer) else None
+    gpu_nodes = _gpu_nodes(placement)
     if gpu_nodes is None:
         return False
     row = placement.arrays.row
     return any(gpu_nodes[row[n.name]] for n in nodes)
+
+
+def _gpu_nodes(placement: "Placement") -> np.ndarray | None:
+    """A mask over the node rows of the nodes with GPUs, as optimize's packer keeps it; None when
+    the cluster has none (or placement is not optimize's)."""
+    pack = placement.pack
+    return pack.gpu_nodes if isinstance(pack, Packer) else None
 
 
 def evict_cheapest(ctx: "ActionContext", stmt: "Statement", preemptor: TaskInfo, nodes: Sequence[NodeInfo],
@@ -382,8 +388,7 @@ def witness_first(ctx: "ActionContext", preemptor: TaskInfo) -> NodeInfo | None:
     name = ctx.witness_nodes.get(preemptor.uid)
     if name is None or gpus(preemptor.resreq):
         return None
-    pack = ctx.placement.pack
-    gpu_nodes = pack.gpu_nodes if isinstance(pack, Packer) else None
+    gpu_nodes = _gpu_nodes(ctx.placement)
     if gpu_nodes is not None and gpu_nodes[ctx.placement.arrays.row[name]]:
         return None
     return ctx.state.nodes[name]
@@ -496,9 +501,10 @@ def _improve(ctx: "ActionContext", run: Callable[["ActionContext"], None], actio
     ended = _Ended.of(ctx, witness, versions)
     _undo(ctx, witness, versions, lists)
     ctx.optimize_stopped = False
+    placed_on = ended.placed_on()
     for floored in (False, True):
         ctx.witness, ctx.plan_floored, ctx.victim_plan = witness.journal, floored, None
-        ctx.witness_nodes = ended.placed_on()
+        ctx.witness_nodes = placed_on
         try:
             tried = _trial(ctx, run, "optimize")
         finally:
