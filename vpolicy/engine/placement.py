@@ -232,7 +232,10 @@ class Placement:
                 # node by node: a rule that fails says why in the DSL's words, not numpy's (RuleFailed);
                 # one the batch alone could not take still gets its exact answers
                 return self._scalar_values(rule, task, rows)
-            return np.broadcast_to(np.asarray(out, dtype=float), (len(rows),)).copy()
+            values = np.asarray(out, dtype=float)
+            if values.shape == rows.shape:  # the usual answer, one per row: no broadcast to pay for
+                return values.copy()
+            return np.broadcast_to(values, rows.shape).copy()  # a rule whose answer is one for all
         return self._scalar_values(rule, task, rows)
 
     def _scalar_values(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
@@ -301,7 +304,7 @@ class Placement:
             found = np.flatnonzero(mask)
         else:
             if view.found is None:
-                view.found = np.flatnonzero(view.feasible)
+                view.found = view.feasible.nonzero()[0]  # np.flatnonzero, without its Python wrapper
             found = view.found
         rows = self._sample(found, len(view.feasible)) if self.sample else found
         if not len(rows):
@@ -354,7 +357,8 @@ class Placement:
             stale = changed[view.synced:]
             view.synced = len(changed)
             if len(stale) > _SCALAR_BELOW:
-                self._refresh_rows(view, np.unique(np.array(stale, dtype=np.int64)))
+                # a row changed twice is recomputed twice (the same answer): cheaper than np.unique
+                self._refresh_rows(view, np.array(stale, dtype=np.int64))
             else:
                 for i in dict.fromkeys(stale):
                     self._refresh_row(view, i)
@@ -411,7 +415,7 @@ class Placement:
         batch = self._batch(rows)
         for rule in self._node_predicates:
             ok &= self._eval(rule, task, rows, batch).astype(bool)
-        if view.found is not None and not np.array_equal(view.feasible[rows], ok):
+        if view.found is not None and (view.feasible[rows] != ok).any():
             view.found = None
         view.feasible[rows] = ok
         if view.total is not None:
@@ -454,7 +458,7 @@ class Placement:
         want = max(MINIMUM_FEASIBLE_NODES, n * pct // 100)
         if len(found) <= want:
             return found
-        split = int(np.searchsorted(found, self._start))
+        split = int(found.searchsorted(self._start))  # the method: np.searchsorted adds a Python wrapper
         chosen = found[split:split + want]
         if len(chosen) < want:  # wrap around to the first nodes
             chosen = np.concatenate((chosen, found[:want - len(chosen)]))
@@ -536,7 +540,7 @@ class Placement:
         if len(group) == 1:
             return self.node_list[int(group[0])], bool(len(idle_rows))
         scores = view.total[group] if view.total is not None else self._scores_rows(task, group)
-        return self.node_list[int(group[int(np.argmax(scores))])], bool(len(idle_rows))
+        return self.node_list[int(group[int(scores.argmax())])], bool(len(idle_rows))
 
     def _packed_row(self, task: TaskInfo, view: _ClassView, rows: np.ndarray,
                     pack: Callable[[TaskInfo, np.ndarray, np.ndarray, bool, np.ndarray | None], int]) -> tuple[NodeInfo, bool]:
