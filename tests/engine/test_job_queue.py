@@ -1,8 +1,9 @@
-"""allocate's job queue: ordered by keys computed at push when every job_order rule compares one
-expression of each job's own state, and then popping exactly what Go's heap comparing live values pops
-under allocate's discipline (only the popped job changes before it is pushed back)."""
+"""allocate's job queue and queue heap: ordered by keys computed at push when every order rule sorts by
+expressions of its operand's own state, and then popping exactly what Go's heap comparing live values
+pops under allocate's discipline (only the popped job, or queue, changes before it is pushed back)."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -44,6 +45,59 @@ def test_keyed_jobs_pop_as_gos_heap_comparing_live_values(snapshot, data) -> Non
             keyed.push(job)
             live.push(job)
     assert keyed.empty()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.data())
+def test_keyed_queues_pop_as_gos_heap_comparing_live_values(snapshot, data) -> None:
+    """proportion's queue order (priority first, then the smaller share of what the queue deserves),
+    under allocate's discipline: a popped queue places some of its pending tasks, then goes back."""
+    priorities = data.draw(st.lists(st.integers(0, 2), min_size=len(snapshot.queues),
+                                    max_size=len(snapshot.queues)), label="queue priorities")
+    snapshot = dataclasses.replace(snapshot, queues=tuple(
+        dataclasses.replace(q, priority=p) for q, p in zip(snapshot.queues, priorities)))
+    state = SessionState(snapshot)
+    rt = runtime.Runtime(DEFAULT.tiers, state)
+    keyed = rt.allocate_queue_heap()
+    assert isinstance(keyed, KeyedQueue)  # the default policy's queue order is of that form
+    live: PriorityQueue = PriorityQueue(rt.queue_before)
+    for queue in state.queues.values():
+        if queue.jobs:  # allocate's heap holds the queues with work (proportion's shares cover those)
+            keyed.push(queue)
+            live.push(queue)
+    while not live.empty():
+        queue = live.pop()
+        assert keyed.pop() is queue
+        pending = [t for j in queue.jobs for t in j.tasks if t.status is TaskStatus.PENDING]
+        if pending and data.draw(st.booleans(), label="push back"):
+            placed = data.draw(st.integers(1, len(pending)), label="placed")
+            node = next(iter(state.nodes), None)
+            for task in pending[:placed]:  # its allocated, so its share, grows
+                state.set_status(task, TaskStatus.ALLOCATED, node)
+            keyed.push(queue)
+            live.push(queue)
+    assert keyed.empty()
+
+
+def _queue_heap_kind(tmp_path: Path, rule: str) -> type:
+    world = verify_worlds.build(verify_worlds.Spec((1,), (("plain", False),), ()))
+    policy = _policy(tmp_path, rule)
+    return type(runtime.Runtime(policy.tiers, SessionState(world)).allocate_queue_heap())
+
+
+def test_queue_orders_keyed_only_when_each_branch_sorts_by_the_expression_it_tests(tmp_path: Path) -> None:
+    lexicographic = ("rule r: queue_order(l, r) = if l.priority != r.priority then compare(r.priority, l.priority) "
+                     "else if l.weight != r.weight then compare(l.weight, r.weight) else compare(l.name, r.name)")
+    assert _queue_heap_kind(tmp_path, lexicographic) is KeyedQueue
+    # the branch compares something else than its test: not a lexicographic order of keys
+    mismatched = ("rule r: queue_order(l, r) = if l.priority != r.priority then compare(r.weight, l.weight) "
+                  "else compare(l.name, r.name)")
+    assert _queue_heap_kind(tmp_path, mismatched) is PriorityQueue
+    # a descendant's allocation changes in the descendant's turns, not the queue's own
+    by_tree = "rule r: queue_order(l, r) = compare(share(l.tree_allocated, cluster.total), share(r.tree_allocated, cluster.total))"
+    assert _queue_heap_kind(tmp_path, by_tree) is PriorityQueue
+    by_own = "rule r: queue_order(l, r) = compare(share(l.allocated, cluster.total), share(r.allocated, cluster.total))"
+    assert _queue_heap_kind(tmp_path, by_own) is KeyedQueue
 
 
 def _policy(tmp_path: Path, rule: str) -> policies.CompiledPolicy:

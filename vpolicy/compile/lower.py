@@ -48,11 +48,9 @@ class CompiledRule:
     # per task class), "node" = also node usage (recompute for nodes that changed), "any" = anything.
     depends: str = "any"
     reads: frozenset[str] = frozenset()  # attribute names the rule reads (its cache key is built from them)
-    # An order rule `compare(E(a), E(b))` (or `compare(E(b), E(a))`: `descending`) for one expression E of
-    # a single operand: E over params[0] alone, so a queue can order by keys computed once per push.
-    operand: evaluate.Closure | None = None
-    operand_term: ir.Term | None = None
-    descending: bool = False
+    # An order rule that sorts by expressions of a single operand, one after the other (`order_keys_of`):
+    # a queue of jobs or queues can then order by keys computed once per push. Empty for any other rule.
+    order_keys: tuple["OrderKey", ...] = ()
 
     def call(self, env: dict[str, Any], *args: Any) -> Any:
         for name, value in zip(self.params, args):
@@ -195,15 +193,14 @@ class _Lowerer:
         if decl.normalize is not None:
             weight = self._compile(self.lower(decl.normalize.weight, scope))
         params = tuple(b.name for b in decl.params)
-        operand = order_operand(term, params) if decl.callback.endswith("_order") else None
+        keys = order_keys_of(term, params) if decl.callback.endswith("_order") else None
         return CompiledRule(
             plugin=self.module.name, name=decl.name, callback=decl.callback,
             params=params, term=term,
             fn=self._compile(term), label=label,
             reason=text(decl.reason), message=text(decl.message), unresolvable=decl.unresolvable,
             normalize_weight=weight, normalize_reverse=bool(decl.normalize and decl.normalize.reverse),
-            operand=self._compile(operand[0]) if operand else None,
-            operand_term=operand[0] if operand else None, descending=bool(operand and operand[1]))
+            order_keys=tuple(OrderKey(t, self._compile(t), descending) for t, descending in keys or ()))
 
     # expressions ---------------------------------------------------------------------------------
     def lower(self, e: Any, scope: dict[str, str]) -> ir.Term:  # noqa: C901  # reason: one case per node kind
@@ -305,13 +302,14 @@ def _generate(module: CompiledModule, fns: dict[str, Callable[..., Any]]) -> Non
         entries = [(cb, i, r) for cb, rules in module.rules.items() for i, r in enumerate(rules)]
         for cb, i, rule in entries:
             gen.add_entry(f"{cb}_{i}", rule.params, rule.term)
-            if rule.operand_term is not None:
-                gen.add_entry(f"{cb}_{i}_operand", rule.params[:1], rule.operand_term)
+            for k, key in enumerate(rule.order_keys):
+                gen.add_entry(f"{cb}_{i}_key{k}", rule.params[:1], key.term)
         ns = gen.build()
     except (pycode.Unsupported, SyntaxError):
         return
     for cb, i, rule in entries:
-        module.rules[cb][i] = replace(rule, fn=ns[f"e_{cb}_{i}"], operand=ns.get(f"e_{cb}_{i}_operand", rule.operand))
+        keys = tuple(replace(key, fn=ns[f"e_{cb}_{i}_key{k}"]) for k, key in enumerate(rule.order_keys))
+        module.rules[cb][i] = replace(rule, fn=ns[f"e_{cb}_{i}"], order_keys=keys)
 
 
 def is_comparison(term: ir.Term, params: tuple[str, ...]) -> bool:
@@ -321,7 +319,43 @@ def is_comparison(term: ir.Term, params: tuple[str, ...]) -> bool:
     return bool(ir.swap_vars(term.args[0], *params) == term.args[1])
 
 
-def order_operand(term: ir.Term, params: tuple[str, ...]) -> tuple[ir.Term, bool] | None:
+@dataclass(frozen=True, slots=True)
+class OrderKey:
+    """One expression E an order rule sorts by, over params[0] alone; `descending` when the rule
+    compares E(b) with E(a)."""
+
+    term: ir.Term
+    fn: evaluate.Closure
+    descending: bool
+
+
+def order_keys_of(term: ir.Term, params: tuple[str, ...]) -> tuple[tuple[ir.Term, bool], ...] | None:
+    """The expressions an order rule sorts by, first to last, each with whether it is descending, when
+    the rule is one of
+    - `compare(E(a), E(b))` or `compare(E(b), E(a))`, for one expression E that reads a single operand;
+    - `if E(a) != E(b) then <one of those over E> else <one of these forms>`: E first, ties by the rest.
+    Comparing the keys of two items in order then answers as the rule does (first difference decides);
+    None for any other form."""
+    single = _order_operand(term, params)
+    if single is not None:
+        return (single,)
+    if not (isinstance(term, ir.Cond) and isinstance(term.test, ir.Op) and term.test.op == "!="
+            and len(term.test.args) == 2 and len(params) == 2):
+        return None
+    then = _order_operand(term.then, params)
+    if then is None or not _same_pair(term.test.args, then[0], params):
+        return None
+    rest = order_keys_of(term.orelse, params)
+    return None if rest is None else (then, *rest)
+
+
+def _same_pair(args: tuple[ir.Term, ...], operand: ir.Term, params: tuple[str, ...]) -> bool:
+    """`args` are E(a) and E(b), in either order, for the E of `operand` (written over params[0])."""
+    other = ir.swap_vars(operand, *params)
+    return set(args) == {operand, other} and operand != other
+
+
+def _order_operand(term: ir.Term, params: tuple[str, ...]) -> tuple[ir.Term, bool] | None:
     """(E over params[0], descending) when an order rule is `compare(E(a), E(b))` or `compare(E(b), E(a))`
     for one expression E that reads a single operand; None for any other form."""
     if not is_comparison(term, params):

@@ -36,7 +36,7 @@ from vpolicy.compile.lower import CompiledModule, CompiledRule, classify, is_com
 from vpolicy.engine.heap import KeyedQueue, PriorityQueue, Queue, SortedQueue
 from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, SessionState, TaskInfo
 from vpolicy.errors import Diagnostic, PolicyError
-from vpolicy.lang.builtins import CALLBACKS, JOB
+from vpolicy.lang.builtins import CALLBACKS, JOB, QUEUE
 from vpolicy.source import Span
 
 # When an answer of a rule decided something, by how its callback's answers are combined: a non-zero
@@ -197,9 +197,11 @@ class Runtime:
             self._by_callback, self._flat, self._orders = tables.by_callback, tables.flat, tables.orders
             self._fixed_task_order = tables.fixed_task_order
             self._job_keys = tables.job_keys
+            self._queue_keys = tables.queue_keys
             self._order_memo: dict[tuple[int, Any, Any], Any] = {}
         else:
-            self._job_keys = None  # coverage counts every comparison: jobs compared by their rules
+            # coverage counts every comparison: jobs and queues compared by their rules
+            self._job_keys = self._queue_keys = None
             self._by_callback = _by_callback(self.tiers)
             self._flatten()
             self._scalar_only()
@@ -314,7 +316,7 @@ class Runtime:
 
     def job_queue(self) -> Queue[JobInfo]:
         """A queue of one queue's jobs for allocate, popped in job order. When every job_order rule
-        compares one expression of each job that reads only the job's own state (`_job_key_rules`), the
+        compares one expression of each job that reads only the job's own state (`_own_state_keys`), the
         jobs are ordered by keys computed when pushed: in allocate only the popped job changes, so its
         key is the live answer, and Go's heap pops the smallest. Else Go's heap comparing live values."""
         if self._job_keys is None:
@@ -322,21 +324,37 @@ class Runtime:
         return KeyedQueue(self._job_key)
 
     def _job_key(self, job: JobInfo) -> tuple[Any, ...]:
-        """The job's place in job order: each rule's expression (negated when descending), then Volcano's
+        """The job's place in job order: each rule's expressions (negated when descending), then Volcano's
         tie-break (creation, then namespace/name): comparing keys is `job_before`."""
+        return (*self._order_key(self._job_keys or (), job), job.creation, job.key)
+
+    def allocate_queue_heap(self) -> Queue[QueueInfo]:
+        """allocate's queue of queues, popped in queue order. As `job_queue`: by keys computed when
+        pushed when every queue_order rule sorts by expressions of the queue's own state
+        (`_own_state_keys`), which in allocate change only in the popped queue's turn; else Go's heap
+        comparing live values. Only for allocate: preempt and reclaim change other queues' state."""
+        if self._queue_keys is None:
+            return PriorityQueue(self.queue_before)
+        return KeyedQueue(self._queue_key)
+
+    def _queue_key(self, queue: QueueInfo) -> tuple[Any, ...]:
+        """The queue's place in queue order; comparing keys is `queue_before`."""
+        return (*self._order_key(self._queue_keys or (), queue), queue.creation, queue.name)
+
+    def _order_key(self, rules: tuple[CompiledRule, ...], item: Any) -> list[Any]:
+        """Each rule's order keys for `item`, in order (negated when descending)."""
         env = self.env
         key: list[Any] = []
-        for rule in self._job_keys or ():
+        for rule in rules:
             self.calls += 1
-            env[rule.params[0]] = job
-            try:
-                value = rule.operand(env)  # type: ignore[misc]  # reason: _job_key_rules keeps rules with an operand
-            except RULE_FAILURES as exc:
-                raise rule_failed(rule.label, exc) from exc
-            key.append(_descending(value) if rule.descending else value)
-        key.append(job.creation)
-        key.append(job.key)
-        return tuple(key)
+            env[rule.params[0]] = item
+            for order_key in rule.order_keys:
+                try:
+                    value = order_key.fn(env)
+                except RULE_FAILURES as exc:
+                    raise rule_failed(rule.label, exc) from exc
+                key.append(_descending(value) if order_key.descending else value)
+        return key
 
     def task_queue(self, tasks: Sequence[TaskInfo] = ()) -> Queue[TaskInfo]:
         """A queue of tasks popped in task order: sorted once when the task order is fixed for the
@@ -515,54 +533,64 @@ def _reads_beyond_operands(rule: CompiledRule) -> bool:
     return found
 
 
-def _job_key_rules(rules: list[CompiledRule], plugins: Sequence[PluginInstance]) -> tuple[CompiledRule, ...] | None:
-    """The job_order rules, when each compares one expression of the two jobs (`CompiledRule.operand`)
-    that reads only the job's own state; else None."""
+def _own_state_keys(rules: list[CompiledRule], plugins: Sequence[PluginInstance],
+                    own_attrs: frozenset[str]) -> tuple[CompiledRule, ...] | None:
+    """The order rules, when each sorts by expressions of one operand (`CompiledRule.order_keys`) that
+    read only that operand's attributes in `own_attrs`; else None."""
     functions = {p.module.name: p.module.functions for p in plugins}
     for rule in rules:
-        if rule.operand is None or rule.operand_term is None:
+        if not rule.order_keys:
             return None
-        if not _own_state_only(rule.operand_term, frozenset(rule.params[:1]), frozenset(), functions, frozenset()):
-            return None
+        for key in rule.order_keys:
+            if not _own_state_only(key.term, frozenset(rule.params[:1]), frozenset(), functions, frozenset(),
+                                   own_attrs):
+                return None
     return tuple(rules)
 
 
 # A job's attributes that change only when its own tasks do (not its queue's, not its tasks' objects).
 _JOB_OWN_ATTRS = frozenset(JOB) - {"queue", "tasks"}
+# A queue's attributes that, inside allocate, change only when its own jobs' tasks do: not its place in
+# the tree, nor its descendants' sums, nor the objects of its jobs.
+_QUEUE_OWN_ATTRS = frozenset(QUEUE) - {"parent", "ancestors", "children", "jobs", "tree_allocated", "tree_inqueue"}
 _Functions = dict[str, dict[str, tuple[tuple[str, ...], ir.Term]]]
 
 
-def _own_state_only(t: Any, jobs: frozenset[str], values: frozenset[str], functions: _Functions,
-                    calling: frozenset[tuple[str, str]]) -> bool:
-    """True when `t` reads nothing but attributes of the job bound to a name in `jobs`, values bound to a
-    name in `values` (helper parameters given such reads), the cluster's total and session constants:
-    what, inside allocate, changes only during that job's own turn."""
+def _own_state_only(t: Any, owners: frozenset[str], values: frozenset[str], functions: _Functions,
+                    calling: frozenset[tuple[str, str]], own_attrs: frozenset[str]) -> bool:
+    """True when `t` reads nothing but `own_attrs` of the object bound to a name in `owners`, values
+    bound to a name in `values` (helper parameters given such reads), the cluster's total and session
+    constants: what, inside allocate, changes only during that job's (or queue's) own turn."""
     if isinstance(t, (ir.Const, ir.SessionRef)):
         return True
     if isinstance(t, ir.Var):
         return t.name in values
+    if (isinstance(t, ir.GetIndex) and isinstance(t.obj, ir.SessionRef) and isinstance(t.key, ir.Var)
+            and t.key.name in owners):
+        return True  # the object's entry in a session constant (proportion's `deserved[q]`): fixed
     if isinstance(t, ir.GetAttr):
         if not isinstance(t.obj, ir.Var):
             return False
-        return ((t.obj.name in jobs and t.name in _JOB_OWN_ATTRS)
+        return ((t.obj.name in owners and t.name in own_attrs)
                 or (t.obj.name == "cluster" and t.name == "total"))
     if isinstance(t, ir.CallUser):
         called = (t.module, t.func)
         body = functions.get(t.module, {}).get(t.func)
         if body is None or called in calling:
             return False
-        inner_jobs, inner_values = set(), set()
+        inner_owners, inner_values = set(), set()
         for name, arg in zip(body[0], t.args):
-            if isinstance(arg, ir.Var) and arg.name in jobs:
-                inner_jobs.add(name)
-            elif _own_state_only(arg, jobs, values, functions, calling):
+            if isinstance(arg, ir.Var) and arg.name in owners:
+                inner_owners.add(name)
+            elif _own_state_only(arg, owners, values, functions, calling, own_attrs):
                 inner_values.add(name)
             else:
                 return False
-        return _own_state_only(body[1], frozenset(inner_jobs), frozenset(inner_values), functions, calling | {called})
+        return _own_state_only(body[1], frozenset(inner_owners), frozenset(inner_values), functions,
+                               calling | {called}, own_attrs)
     if isinstance(t, (ir.Apply, ir.Op, ir.Cond, ir.GetIndex, ir.ResourceVec, ir.ListOf)):
         children = [getattr(t, f) for f in t.__dataclass_fields__]
-        return all(_own_state_only(c, jobs, values, functions, calling) for c in _terms(children))
+        return all(_own_state_only(c, owners, values, functions, calling, own_attrs) for c in _terms(children))
     return False
 
 
@@ -631,6 +659,7 @@ class _Tables:
     orders: dict[str, list[tuple[CompiledRule, Callable[[Any], Any] | None]]]
     fixed_task_order: bool
     job_keys: tuple[CompiledRule, ...] | None  # see Runtime.job_queue
+    queue_keys: tuple[CompiledRule, ...] | None  # see Runtime.allocate_queue_heap
     lets: _LetPlan = ()
 
 
@@ -665,8 +694,9 @@ def _shared_tables(tiers: list[list[PluginInstance]]) -> _Tables:
                   for cb in ("queue_order", "job_order", "task_order")}
         fixed = all(k is not None and _is_comparison(rule) for rule, k in orders["task_order"])
         plugins = tuple(p for tier in tiers for p in tier)
-        tables = _Tables(plugins, by_callback, flat, orders, fixed, _job_key_rules(flat["job_order"], plugins),
-                         _let_plan(tiers))
+        tables = _Tables(plugins, by_callback, flat, orders, fixed,
+                         _own_state_keys(flat["job_order"], plugins, _JOB_OWN_ATTRS),
+                         _own_state_keys(flat["queue_order"], plugins, _QUEUE_OWN_ATTRS), _let_plan(tiers))
         if len(_TABLES) >= _TABLES_KEPT:
             del _TABLES[next(iter(_TABLES))]
         _TABLES[key] = tables

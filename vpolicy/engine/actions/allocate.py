@@ -8,7 +8,7 @@ that is neither ready nor pipelined is discarded, all or nothing.
 from __future__ import annotations
 
 from vpolicy.engine.actions.context import ActionContext
-from vpolicy.engine.heap import PriorityQueue, Queue
+from vpolicy.engine.heap import Queue
 from vpolicy.engine.placement import FitErrors
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
@@ -37,13 +37,13 @@ def run(ctx: ActionContext) -> None:
         queues.push(queue)
 
 
-def turn_queues(ctx: ActionContext) -> tuple[PriorityQueue[QueueInfo], dict[str, Queue[JobInfo]],
+def turn_queues(ctx: ActionContext) -> tuple[Queue[QueueInfo], dict[str, Queue[JobInfo]],
                                              dict[str, Queue[TaskInfo]]]:
     """What allocate's turns start from: the queues with work in queue order, each queue's jobs in job
     order, each job's pending tasks in task order (jobs not yet enqueued or invalid are left out, with
     their reason recorded)."""
     rt = ctx.runtime
-    queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
+    queues = rt.allocate_queue_heap()
     jobs_by_queue: dict[str, Queue[JobInfo]] = {}
     worksheets: dict[str, Queue[TaskInfo]] = {}
     for job in ctx.state.jobs.values():
