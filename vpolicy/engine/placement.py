@@ -180,7 +180,8 @@ class Placement:
         self._names = [n.name for n in self.node_list]
         self._node_predicates = [r for r in self._dynamic_predicates if r.depends == "node"]
         self._any_predicates = [r for r in self._dynamic_predicates if r.depends == "any"]
-        self._view_reads = frozenset().union(*(r.reads for r in (*self.predicates, *self.score_rules)))
+        # what a class view is keyed by: what its rules read, and the request its fit checks compare
+        self._view_reads = frozenset().union(*(r.reads for r in (*self.predicates, *self.score_rules)), {"resreq"})
         self._start = 0
         n = len(self.node_list)
         self._all_rows = np.arange(n)
@@ -347,7 +348,7 @@ class Placement:
         """The task's class view, brought up to date with every node change since it was last used."""
         view = self._task_views.get(task.uid)
         if view is None:
-            key = task_key(task, self._view_reads | {"resreq"})
+            key = task_key(task, self._view_reads)
             view = self._views.get(key)
             if view is None:
                 view = self._views[key] = self._new_view(task)
@@ -430,8 +431,13 @@ class Placement:
             return
         task, a = view.task, self.arrays
         idle, future = a.idle_now[i].tolist(), a.future[i].tolist()
-        view.fits_idle[i] = all(idle[j] >= v for j, v in view.wants)
-        ok = all(future[j] >= v for j, v in view.wants)
+        fits_idle = ok = True
+        for j, v in view.wants:  # a loop, not all(<generator>): this runs once per task placed
+            if idle[j] < v:
+                fits_idle = False
+            if future[j] < v:
+                ok = False
+        view.fits_idle[i] = fits_idle
         if ok and view.static_mask is not None:
             ok = bool(view.static_mask[i])
         node = self.node_list[i]
