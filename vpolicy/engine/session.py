@@ -133,6 +133,8 @@ def close_session(ctx: ActionContext) -> Decisions:
         if task.status is TaskStatus.BINDING:
             d.binds[task.key] = task.node_name
     for job in state.jobs.values():
+        if not job.counts.get(TaskStatus.PIPELINED):
+            continue  # most jobs: no need to look at their tasks
         for task in job.tasks:
             if task.status is TaskStatus.PIPELINED:
                 d.pipelined[task.key] = task.node_name
@@ -144,6 +146,8 @@ def close_session(ctx: ActionContext) -> Decisions:
         ready = rt.job_ready(job)
         status = _podgroup_status(job, ready, ctx)
         d.podgroups[job.key] = status
+        if not any(job.counts.get(s) for s in _REPORTED_STATUSES):
+            continue
         gang_message = next((c["message"] for c in status.conditions if c["type"] == "Unschedulable"), "")
         for task in job.tasks:
             if task.status is TaskStatus.PENDING and not task.evicted:
@@ -177,6 +181,10 @@ def close_session(ctx: ActionContext) -> Decisions:
             **{k.lower(): counts.get(k, 0) for k in ("Pending", "Inqueue", "Running", "Unknown", "Completed")},
         }
     return d
+
+
+# the statuses of the tasks close_session writes a pod condition or reason for
+_REPORTED_STATUSES = (TaskStatus.PENDING, TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
 
 
 def _condition(reason: str, message: str) -> dict[str, str]:
@@ -237,9 +245,10 @@ def _reasons(ctx: ActionContext, job: JobInfo, uid: str, gang_message: str) -> l
 
 
 def _podgroup_status(job: JobInfo, ready: bool, ctx: ActionContext) -> PodGroupStatus:
-    running = job.count({TaskStatus.RUNNING})
-    succeeded = job.count({TaskStatus.SUCCEEDED})
-    failed = job.count({TaskStatus.FAILED})
+    counts = job.counts  # per status, kept by set_status (read directly: this runs for every job)
+    running = counts.get(TaskStatus.RUNNING, 0)
+    succeeded = counts.get(TaskStatus.SUCCEEDED, 0)
+    failed = counts.get(TaskStatus.FAILED, 0)
     conditions: list[dict[str, str]] = []
     unschedulable = False
     if job.tasks:
@@ -253,12 +262,13 @@ def _podgroup_status(job: JobInfo, ready: bool, ctx: ActionContext) -> PodGroupS
                        f"{_job_fit_error(ctx, job)}")
             conditions.append({"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
                                "message": message})
-    scheduled = job.count({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED})
-    scheduled += sum(1 for t in job.tasks if t.status is TaskStatus.RELEASING and t.node_name)
+    scheduled = running + counts.get(TaskStatus.BOUND, 0) + failed + succeeded
+    if counts.get(TaskStatus.RELEASING, 0):
+        scheduled += sum(1 for t in job.tasks if t.status is TaskStatus.RELEASING and t.node_name)
     if running and unschedulable:
         phase = PodGroupPhase.UNKNOWN.value
     elif scheduled >= job.min_available and (scheduled > 0 or job.min_available == 0):
-        finished = job.count({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+        finished = succeeded + failed
         phase = PodGroupPhase.COMPLETED.value if scheduled and finished == scheduled else PodGroupPhase.RUNNING.value
     elif job.phase == PodGroupPhase.INQUEUE.value:
         phase = PodGroupPhase.INQUEUE.value
