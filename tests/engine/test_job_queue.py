@@ -58,7 +58,7 @@ def test_keyed_queues_pop_as_gos_heap_comparing_live_values(snapshot, data) -> N
         dataclasses.replace(q, priority=p) for q, p in zip(snapshot.queues, priorities)))
     state = SessionState(snapshot)
     rt = runtime.Runtime(DEFAULT.tiers, state)
-    keyed = rt.allocate_queue_heap()
+    keyed = rt.turn_queue_heap()
     assert isinstance(keyed, KeyedQueue)  # the default policy's queue order is of that form
     live: PriorityQueue = PriorityQueue(rt.queue_before)
     for queue in state.queues.values():
@@ -82,7 +82,7 @@ def test_keyed_queues_pop_as_gos_heap_comparing_live_values(snapshot, data) -> N
 def _queue_heap_kind(tmp_path: Path, rule: str) -> type:
     world = verify_worlds.build(verify_worlds.Spec((1,), (("plain", False),), ()))
     policy = _policy(tmp_path, rule)
-    return type(runtime.Runtime(policy.tiers, SessionState(world)).allocate_queue_heap())
+    return type(runtime.Runtime(policy.tiers, SessionState(world)).turn_queue_heap())
 
 
 def test_queue_orders_keyed_only_when_each_branch_sorts_by_the_expression_it_tests(tmp_path: Path) -> None:

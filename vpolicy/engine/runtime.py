@@ -315,10 +315,11 @@ class Runtime:
         return l.key < r.key  # Volcano's JobID is <namespace>/<podgroup name>
 
     def job_queue(self) -> Queue[JobInfo]:
-        """A queue of one queue's jobs for allocate, popped in job order. When every job_order rule
-        compares one expression of each job that reads only the job's own state (`_own_state_keys`), the
-        jobs are ordered by keys computed when pushed: in allocate only the popped job changes, so its
-        key is the live answer, and Go's heap pops the smallest. Else Go's heap comparing live values."""
+        """A queue of one queue's jobs for enqueue and allocate, popped in job order. When every job_order
+        rule sorts by expressions of the job's own state (`_own_state_keys`), the jobs are ordered by
+        keys computed when pushed: in those actions only the popped job changes before it is pushed
+        back (if it is), so its key is the live answer, and Go's heap pops the smallest. Else Go's heap
+        comparing live values."""
         if self._job_keys is None:
             return PriorityQueue(self.job_before)
         return KeyedQueue(self._job_key)
@@ -328,11 +329,12 @@ class Runtime:
         tie-break (creation, then namespace/name): comparing keys is `job_before`."""
         return (*self._order_key(self._job_keys or (), job), job.creation, job.key)
 
-    def allocate_queue_heap(self) -> Queue[QueueInfo]:
-        """allocate's queue of queues, popped in queue order. As `job_queue`: by keys computed when
-        pushed when every queue_order rule sorts by expressions of the queue's own state
-        (`_own_state_keys`), which in allocate change only in the popped queue's turn; else Go's heap
-        comparing live values. Only for allocate: preempt and reclaim change other queues' state."""
+    def turn_queue_heap(self) -> Queue[QueueInfo]:
+        """The queues of an action that serves them in turns, where only the popped queue changes before
+        it is pushed back (enqueue, allocate), popped in queue order. As `job_queue`: by keys computed
+        when pushed when every queue_order rule sorts by expressions of the queue's own state
+        (`_own_state_keys`); else Go's heap comparing live values. Not for preempt and reclaim: their
+        evictions change other queues' state."""
         if self._queue_keys is None:
             return PriorityQueue(self.queue_before)
         return KeyedQueue(self._queue_key)
@@ -659,7 +661,7 @@ class _Tables:
     orders: dict[str, list[tuple[CompiledRule, Callable[[Any], Any] | None]]]
     fixed_task_order: bool
     job_keys: tuple[CompiledRule, ...] | None  # see Runtime.job_queue
-    queue_keys: tuple[CompiledRule, ...] | None  # see Runtime.allocate_queue_heap
+    queue_keys: tuple[CompiledRule, ...] | None  # see Runtime.turn_queue_heap
     lets: _LetPlan = ()
 
 

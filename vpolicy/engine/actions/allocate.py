@@ -43,7 +43,7 @@ def turn_queues(ctx: ActionContext) -> tuple[Queue[QueueInfo], dict[str, Queue[J
     order, each job's pending tasks in task order (jobs not yet enqueued or invalid are left out, with
     their reason recorded)."""
     rt = ctx.runtime
-    queues = rt.allocate_queue_heap()
+    queues = rt.turn_queue_heap()
     jobs_by_queue: dict[str, Queue[JobInfo]] = {}
     worksheets: dict[str, Queue[TaskInfo]] = {}
     for job in ctx.state.jobs.values():

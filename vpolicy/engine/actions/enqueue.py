@@ -7,22 +7,25 @@ JobEnqueued, which proportion, capacity and overcommit all account the same way)
 from __future__ import annotations
 
 from vpolicy.engine.actions.context import ActionContext
-from vpolicy.engine.heap import PriorityQueue
-from vpolicy.engine.state import JobInfo, QueueInfo
+from vpolicy.engine.heap import Queue
+from vpolicy.engine.state import JobInfo
 from vpolicy.model.snapshot import PodGroupPhase
 
 
 def run(ctx: ActionContext) -> None:
     rt = ctx.runtime
-    queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
-    jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    queues = rt.turn_queue_heap()
+    jobs_by_queue: dict[str, Queue[JobInfo]] = {}
     seen: set[str] = set()
+    pending = (PodGroupPhase.PENDING.value, "")
     for job in ctx.state.jobs.values():
         if job.queue.name not in seen:
             seen.add(job.queue.name)
             queues.push(job.queue)
-        if job.phase in (PodGroupPhase.PENDING.value, ""):
-            jobs_by_queue.setdefault(job.queue.name, PriorityQueue(rt.job_before)).push(job)
+        if job.phase in pending:
+            if job.queue.name not in jobs_by_queue:
+                jobs_by_queue[job.queue.name] = rt.job_queue()
+            jobs_by_queue[job.queue.name].push(job)
     while not queues.empty():
         queue = queues.pop()
         jobs = jobs_by_queue.get(queue.name)
