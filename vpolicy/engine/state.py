@@ -487,8 +487,8 @@ class SessionState:
         """Allocated -> Binding and the like: same node, same usage, same share; only the job's counts
         change. The task still moves to the end of its node's list, as a remove and re-add would."""
         node = self.nodes.get(task.node_name) if task.node_name else None
-        if node is not None and task in node.tasks:
-            node.tasks.remove(task)
+        if node is not None and node.tasks and node.tasks[-1] is not task and task in node.tasks:
+            node.tasks.remove(task)  # (a task already last, as one just placed mostly is, stays)
             node.tasks.append(task)
         job = task.job
         if job is not None:
