@@ -15,7 +15,7 @@ import numpy as np
 
 from vpolicy.engine.devices import DeviceLedger
 from vpolicy.model import snapshot as snap
-from vpolicy.model.resources import ZERO, Resources, total
+from vpolicy.model.resources import ZERO, Resources, names, total
 from vpolicy.model.snapshot import ALLOCATED_STATUSES, READY_STATUSES, TaskStatus
 
 # What plugins count as a job's and a queue's "allocated": Volcano's event handlers add a task on
@@ -418,19 +418,20 @@ class SessionState:
         self.total = total(n.allocatable for n in self.nodes.values())
         self.devices = DeviceLedger.open(self.nodes)  # GPU card usage, following set_status
         self.cluster = ClusterInfo(self)
-        self.arrays = NodeArrays(list(self.nodes.values()), (k for p in snapshot.pods for k in p.resreq))
+        self.arrays = NodeArrays(list(self.nodes.values()), names(p.resreq for p in snapshot.pods))
         for node in self.nodes.values():
             self._sync_arrays(node)
         self._init_inqueue()
 
     def _init_inqueue(self) -> None:
         """Inqueue accounting (proportion/capacity/overcommit): reserved minResources of admitted jobs."""
+        inqueue, running = snap.PodGroupPhase.INQUEUE.value, snap.PodGroupPhase.RUNNING.value  # once, not per job
         for job in self.jobs.values():
             if not job.has_min_resources:
                 continue
-            if job.phase == snap.PodGroupPhase.INQUEUE.value:
+            if job.phase == inqueue:
                 job.queue.inqueue = job.queue.inqueue + job.min_resources
-            elif job.phase == snap.PodGroupPhase.RUNNING.value and job.ready_count - job.count(
+            elif job.phase == running and job.ready_count - job.count(
                     {TaskStatus.SUCCEEDED}) >= job.min_available:
                 job.queue.inqueue = job.queue.inqueue + (job.min_resources - job.allocated).clamp_min_zero()
 
