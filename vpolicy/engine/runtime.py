@@ -552,8 +552,8 @@ def _own_state_keys(rules: list[CompiledRule], plugins: Sequence[PluginInstance]
 
 # A job's attributes that change only when its own tasks do (not its queue's, not its tasks' objects).
 _JOB_OWN_ATTRS = frozenset(JOB) - {"queue", "tasks"}
-# A queue's attributes that, inside allocate, change only when its own jobs' tasks do: not its place in
-# the tree, nor its descendants' sums, nor the objects of its jobs.
+# A queue's attributes that, inside enqueue and allocate, change only in the queue's own turn: not its
+# place in the tree, nor its descendants' sums, nor the objects of its jobs.
 _QUEUE_OWN_ATTRS = frozenset(QUEUE) - {"parent", "ancestors", "children", "jobs", "tree_allocated", "tree_inqueue"}
 _Functions = dict[str, dict[str, tuple[tuple[str, ...], ir.Term]]]
 
@@ -562,7 +562,7 @@ def _own_state_only(t: Any, owners: frozenset[str], values: frozenset[str], func
                     calling: frozenset[tuple[str, str]], own_attrs: frozenset[str]) -> bool:
     """True when `t` reads nothing but `own_attrs` of the object bound to a name in `owners`, values
     bound to a name in `values` (helper parameters given such reads), the cluster's total and session
-    constants: what, inside allocate, changes only during that job's (or queue's) own turn."""
+    constants: what, inside enqueue and allocate, changes only during that job's (or queue's) own turn."""
     if isinstance(t, (ir.Const, ir.SessionRef)):
         return True
     if isinstance(t, ir.Var):
