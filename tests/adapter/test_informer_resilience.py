@@ -7,7 +7,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-
 from cluster_adapter.cache import ObjectCache
 from cluster_adapter.kube.client import PODS, APIUnavailable, KubeClient
 from cluster_adapter.kube.informers import Informer

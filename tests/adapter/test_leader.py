@@ -4,7 +4,6 @@ from __future__ import annotations
 import threading
 import time
 
-
 from cluster_adapter.config import LeaderSettings
 from cluster_adapter.kube.client import KubeClient
 from cluster_adapter.kube.leader import LeaderElector
@@ -12,7 +11,6 @@ from tests.adapter.kubeemu import EmulatorThread
 
 FAST = LeaderSettings(enabled=True, namespace="volcano-system", name="volcano", lease_duration_s=1.0,
                       renew_deadline_s=0.6, retry_period_s=0.1)
-
 
 
 def make(client: KubeClient, identity: str, lost: list[str] | None = None) -> LeaderElector:
