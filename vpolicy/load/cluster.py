@@ -28,7 +28,7 @@ from typing import TypeVar
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from vpolicy.errors import Diagnostic, PolicyError
-from vpolicy.load import kinds, vcjob, yaml_spans
+from vpolicy.load import kinds, topology, vcjob, yaml_spans
 from vpolicy.load.fields import WRONG_TYPE, Problems, View
 from vpolicy.model import snapshot
 from vpolicy.source import Span
@@ -42,7 +42,7 @@ _KNOWN: dict[tuple[str, str], str] = {
     ("", "Node"): "nodes", ("", "Pod"): "pods", ("", "Namespace"): "namespaces", ("", "ConfigMap"): "configmaps",
     ("scheduling.k8s.io", "PriorityClass"): "priority_classes",
     ("scheduling.volcano.sh", "Queue"): "queues", ("scheduling.volcano.sh", "PodGroup"): "podgroups",
-    ("batch.volcano.sh", "Job"): "jobs",
+    ("batch.volcano.sh", "Job"): "jobs", ("topology.volcano.sh", "HyperNode"): "hypernodes",
 }
 _KINDS = frozenset(kind for _, kind in _KNOWN)
 _T = TypeVar("_T")
@@ -60,6 +60,7 @@ class _Objects:
     queues: list[View] = field(default_factory=list)
     podgroups: list[View] = field(default_factory=list)
     jobs: list[View] = field(default_factory=list)
+    hypernodes: list[View] = field(default_factory=list)
 
 
 def load_cluster(paths: Sequence[str | Path] | str | Path) -> snapshot.ClusterSnapshot:
@@ -151,6 +152,9 @@ def _build(objects: _Objects, problems: Problems) -> snapshot.ClusterSnapshot:
                                                        if (m := kinds.read_meta(v, namespaced=False)) is not None])
     jobs = _unique(problems, seen, "Job", [(j, f"{j.meta.namespace}/{j.meta.name}", j.meta.origin)
                                            for v in objects.jobs if (j := vcjob.read_job(v)) is not None])
+    hypernodes = _unique(problems, seen, "HyperNode", [(h, h.name, _origin(v)) for v in objects.hypernodes
+                                                       if (h := topology.read_hypernode(v)) is not None])
+    topology.check_topology(hypernodes, nodes, problems)
     conf = _find_conf(objects.configmaps, problems)
     derived = vcjob.derive(jobs, podgroups=groups, pods=pods, class_values=class_values)
     return snapshot.ClusterSnapshot(
@@ -159,7 +163,7 @@ def _build(objects: _Objects, problems: Problems) -> snapshot.ClusterSnapshot:
         queues=_with_default_queues(queues), priority_classes=tuple(classes), namespaces=tuple(namespaces),
         conf_text=conf.text if conf else None, conf_origin=conf.origin if conf else None,
         conf_line_offset=conf.line_offset if conf else None, conf_col_offset=conf.col_offset if conf else 0,
-        warnings=problems.warnings, deferred_pods=derived.deferred_pods)
+        warnings=problems.warnings, deferred_pods=derived.deferred_pods, hypernodes=tuple(hypernodes))
 
 
 def _unique(problems: Problems, seen: dict[str, Span], kind: str, read: list[tuple[_T, str, Span]]) -> list[_T]:

@@ -26,6 +26,7 @@ from typing import Mapping
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.scalarstring import LiteralScalarString
 
+from vpolicy.load import topology
 from vpolicy.load.fields import View
 from vpolicy.model import resources, snapshot
 from vpolicy.model.resources import Resources
@@ -230,7 +231,8 @@ def read_podgroup(obj: View) -> tuple[snapshot.PodGroup, Meta] | None:
         min_resources=None if min_resources is None else Resources(min_resources),
         priority_class_name=spec.text("priorityClassName") if spec else "",
         phase=snapshot.PodGroupPhase(phase), conditions=conditions, creation=meta.creation,
-        annotations=meta.annotations, labels=meta.labels, origin=meta.origin)
+        annotations=meta.annotations, labels=meta.labels, origin=meta.origin,
+        network_topology=topology.read_network_topology(spec), sub_group_policy=topology.read_sub_group_policy(spec))
     return group, meta
 
 

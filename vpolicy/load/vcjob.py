@@ -27,9 +27,10 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, Sequence
 
-from vpolicy.load import kinds
+from vpolicy.load import kinds, topology
 from vpolicy.load.fields import View
 from vpolicy.model import resources, snapshot
+from vpolicy.model.hypernodes import NetworkTopology
 from vpolicy.model.resources import Resources
 from vpolicy.source import Span
 
@@ -67,6 +68,7 @@ class Job:
     scheduler_name: str
     phase: str
     tasks: tuple[Task, ...]
+    network_topology: NetworkTopology | None = None  # spec.networkTopology, copied to the PodGroup
 
     @property
     def podgroup_name(self) -> str:
@@ -105,7 +107,8 @@ def read_job(obj: View) -> Job | None:
     return Job(meta=meta, min_available=min_available,
                queue=spec.text("queue") or snapshot.DEFAULT_QUEUE,
                priority_class_name=spec.text("priorityClassName"),
-               scheduler_name=spec.text("schedulerName") or DEFAULT_JOB_SCHEDULER, phase=phase, tasks=tasks)
+               scheduler_name=spec.text("schedulerName") or DEFAULT_JOB_SCHEDULER, phase=phase, tasks=tasks,
+               network_topology=topology.read_network_topology(spec))
 
 
 def derive(jobs: Sequence[Job], *, podgroups: Sequence[tuple[snapshot.PodGroup, kinds.Meta]],
@@ -193,7 +196,7 @@ def _derive_podgroup(job: Job, name: str, *, pods_present: bool,
         min_member=job.min_available, min_task_member={t.name: t.min_available for t in job.tasks},
         min_resources=_min_resources(job, class_values), priority_class_name=job.priority_class_name,
         phase=phase, creation=job.meta.creation, annotations=job.meta.annotations, labels=job.meta.labels,
-        origin=job.meta.origin)
+        origin=job.meta.origin, network_topology=job.network_topology)
 
 
 def _min_resources(job: Job, class_values: Mapping[str, int]) -> Resources:

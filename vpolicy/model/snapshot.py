@@ -15,6 +15,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from vpolicy.model.hypernodes import HyperNode, NetworkTopology, SubGroupPolicy
 from vpolicy.model.resources import Resources, ZERO
 from vpolicy.source import Span
 
@@ -196,6 +197,8 @@ class PodGroup:
     annotations: Mapping[str, str] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
     origin: Span | str | None = field(default=None, compare=False)
+    network_topology: NetworkTopology | None = None  # spec.networkTopology (see model.hypernodes)
+    sub_group_policy: tuple[SubGroupPolicy, ...] = ()  # spec.subGroupPolicy
 
     @property
     def key(self) -> str:
@@ -245,6 +248,7 @@ class ClusterSnapshot:
     # Pods Volcano's job controller will create for a vcjob once its PodGroup leaves Pending
     # (reference §14): derived from the job's task templates, not yet part of `pods`.
     deferred_pods: tuple[Pod, ...] = ()
+    hypernodes: tuple[HyperNode, ...] = ()  # topology.volcano.sh HyperNodes (see model.hypernodes)
 
     def job_priority(self, pg: PodGroup) -> int:
         """PodGroup priorityClassName's value; else the globalDefault class; else 0 (reference §1)."""
