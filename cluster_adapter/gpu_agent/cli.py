@@ -1,11 +1,21 @@
-"""`vpolicy agent`: the node GPU agent's command line, plugged into `vpolicy` as an extension.
+"""`vpolicy agent`: the node agent's command line (GPU sharing and colocation), plugged into `vpolicy`.
 
-    vpolicy agent --node NAME --kubeconfig FILE [--mode hami-core|mig] [--split N] [--apply]
-                  [--period 10s] [--once] [--env-dir DIR] [--fake-nvml H200x8[:mig]]
+    vpolicy agent --node NAME --kubeconfig FILE [--features auto|gpu|colocation|gpu,colocation]
+                  [--period 10s] [--once]
+                  GPU sharing:  [--mode hami-core|mig] [--split N] [--apply] [--env-dir DIR] [--fake-nvml H200x8[:mig]]
+                  colocation:   [--cgroup-root /sys/fs/cgroup] [--proc-root /proc] [--cgroup-driver cgroupfs|systemd]
+                                [--config-namespace volcano-system] [--oversubscription-ratio 60]
+                                [--include-system-usage] [--sample-seconds 1]
 
 `vpolicy/cli.py` finds it through the entry point group `vpolicy.commands` (pyproject.toml), so the
-engine never imports the adapter. Without `--apply` MIG changes are only planned and printed. Exit
-codes: 0 stopped (or `--once` done); 1 bad input, no NVML, or the API unreachable with `--once`.
+engine never imports the adapter. One binary, features switched by flags and by the
+`volcano-agent-configuration` ConfigMap: with `--features auto` (the default) colocation always runs
+(it acts only on nodes labelled `volcano.sh/colocation` or `volcano.sh/oversubscription`) and GPU
+sharing runs where NVML opens (or `--fake-nvml` is given); naming `gpu` makes a missing NVML an error.
+Without `--apply` MIG changes are only planned and printed. `--once` runs one pass of every enabled
+handler; the colocation pass samples usage twice, `--sample-seconds` apart, to measure cpu rates.
+Exit codes: 0 stopped (or `--once` done); 1 bad input (flags, a ConfigMap that does not validate, no
+NVML when `gpu` is named) or the API unreachable with `--once`.
 """
 from __future__ import annotations
 
@@ -37,32 +47,115 @@ def register(subparsers: Any) -> None:
     p.add_argument("--env-dir", type=Path, help="write each container's environment to DIR/<ns>_<pod>_<ctr>.env")
     p.add_argument("--fake-nvml", metavar="MODELxN[:mig]", help="use a fake NVML (e.g. H200x8) instead of the GPU")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.add_argument("--features", default="auto", help="auto (default), or a comma list of gpu, colocation")
+    p.add_argument("--cgroup-root", type=Path, default=Path("/sys/fs/cgroup"), help="the cgroup mount (default %(default)s)")
+    p.add_argument("--proc-root", type=Path, default=Path("/proc"), help="the proc filesystem (default %(default)s)")
+    p.add_argument("--cgroup-driver", choices=("cgroupfs", "systemd"),
+                   help="the kubelet's cgroup driver (default: detected from the tree)")
+    p.add_argument("--config-namespace", default="volcano-system",
+                   help="namespace of the volcano-agent-configuration ConfigMap (default %(default)s)")
+    p.add_argument("--oversubscription-ratio", type=int, default=60,
+                   help="percent of idle cpu/memory lent to BE pods (default %(default)s)")
+    p.add_argument("--include-system-usage", action="store_true",
+                   help="count the whole machine's usage (system daemons too), not only the pods'")
+    p.add_argument("--sample-seconds", type=float, default=1.0,
+                   help="with --once: seconds between the two usage samples (default %(default)s)")
     p.set_defaults(extension=main)
 
 
 def main(args: argparse.Namespace) -> int:
-    from cluster_adapter.gpu_agent import agent, api, nvml
-
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    features = {f.strip() for f in str(args.features).split(",") if f.strip()}
+    unknown = features - {"auto", "gpu", "colocation"}
+    if unknown or not features:
+        print(f"vpolicy agent: --features: unknown {', '.join(sorted(unknown)) or '(empty)'}; "
+              "write auto or a comma list of gpu, colocation", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if args.split < 1:
         print("vpolicy agent: --split must be at least 1", file=sys.stderr)
         return EXIT_BAD_INPUT
-    try:
-        backend = nvml.open_backend(fake=args.fake_nvml)
-    except (nvml.NvmlError, ValueError) as exc:
-        print(f"vpolicy agent: {exc}", file=sys.stderr)
+    if not 0 < args.oversubscription_ratio <= 100:
+        print("vpolicy agent: --oversubscription-ratio must be between 1 and 100", file=sys.stderr)
         return EXIT_BAD_INPUT
+    auto = "auto" in features
+    from cluster_adapter.gpu_agent import nvml
+
+    backend: nvml.NvmlBackend | None = None
+    if "gpu" in features or (auto and (args.fake_nvml or nvml_available())):
+        try:
+            backend = nvml.open_backend(fake=args.fake_nvml)
+        except (nvml.NvmlError, ValueError) as exc:
+            print(f"vpolicy agent: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     try:
-        client = api.KubernetesNodeApi(args.kubeconfig)
+        return _serve(args, backend, colocation=auto or "colocation" in features)
+    finally:
+        if backend is not None:
+            backend.close()
+
+
+def nvml_available() -> bool:
+    """Whether NVML opens here (the auto mode runs GPU sharing only then)."""
+    from cluster_adapter.gpu_agent import nvml
+
+    try:
+        nvml.open_backend().close()
+        return True
+    except nvml.NvmlError:
+        return False
+
+
+def _serve(args: argparse.Namespace, backend: Any, *, colocation: bool) -> int:
+    from cluster_adapter.colocation import agent as coloc
+    from cluster_adapter.colocation import api as coloc_api
+    from cluster_adapter.colocation import cgroups, probes
+    from cluster_adapter.gpu_agent import agent, api
+
+    try:
+        client = coloc_api.KubernetesColocationApi(args.kubeconfig)
     except api.ApiFailure as exc:
         print(f"vpolicy agent: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    settings = agent.AgentSettings(node=args.node, mode=args.mode, split=args.split, apply_mig=args.apply)
+    gpu_agent = None
+    if backend is not None:
+        gpu_agent = agent.Agent(agent.AgentSettings(node=args.node, mode=args.mode, split=args.split,
+                                                    apply_mig=args.apply), backend)
+    colo_agent, source = None, coloc_api.ConfigSource(args.config_namespace)
+    if colocation:
+        tree = cgroups.CgroupTree.detect(args.cgroup_root, driver=args.cgroup_driver)
+        writer = cgroups.writer_for(tree)
+        settings = coloc.ColocationSettings(node=args.node, ratio_percent=args.oversubscription_ratio,
+                                            include_system_usage=args.include_system_usage)
+        colo_agent = coloc.ColocationAgent(settings, writer, probes.CgroupProcProbe(writer, args.proc_root))
+        logging.getLogger("vpolicy.agent").info("colocation: cgroup %s (%s driver) at %s", tree.version,
+                                                tree.driver, tree.root)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    if args.once and colo_agent is not None and args.sample_seconds > 0:
+        _prime(colo_agent, client, args.sample_seconds)
+    code = 0
+    while True:
+        if gpu_agent is not None:
+            code |= api.run(gpu_agent, client, clock=time.time, period_s=0, stop=stop, env_dir=args.env_dir,
+                            once=True)
+        if colo_agent is not None:
+            code |= coloc_api.run(colo_agent, client, source, clock=time.monotonic, period_s=0, stop=stop, once=True)
+        if args.once:
+            return code
+        code = 0
+        if stop.wait(args.period):
+            return 0
+
+
+def _prime(colo_agent: Any, client: Any, seconds: float) -> None:
+    """A first usage sample, so that the one pass of --once has cpu rates to work with."""
+    from cluster_adapter.colocation import qos
+    from cluster_adapter.gpu_agent.api import ApiFailure
+
     try:
-        return api.run(agent.Agent(settings, backend), client, clock=time.time, period_s=args.period, stop=stop,
-                       env_dir=args.env_dir, once=args.once)
-    finally:
-        backend.close()
+        pods = qos.active_on(client.list_pods(), colo_agent.settings.node)
+    except ApiFailure:
+        return  # the pass reports it
+    colo_agent.probe.sample(pods, time.monotonic())
+    time.sleep(seconds)
