@@ -87,6 +87,9 @@ class _Lowerer:
         self.arguments = settings  # raw arguments, for the `argument(key, default)` built-in
         self.fns = dict(FUNCTIONS)
         self.fns["argument"] = self._argument
+        self.fns["argument_at"] = self._argument_at
+        self.fns["argument_text_at"] = self._argument_text_at
+        self.fns["argument_keys"] = self._argument_keys
         self.user_closures: dict[str, evaluate.Closure] = {}
 
     def _compile(self, term: ir.Term) -> evaluate.Closure:
@@ -101,6 +104,27 @@ class _Lowerer:
         except (TypeError, ValueError):
             return default
 
+    def _nested(self, path: Any) -> Any:
+        """The raw argument at `path` through nested mappings (`resources`, `nvidia.com/gpu`, `weight`)."""
+        value: Any = self.arguments
+        for key in path:
+            if not isinstance(value, Mapping):
+            value = value.get(key)
+        return value
+    def _argument_at(self, path: Any, default: Any) -> Any:
+        raw = self._nested(path)
+        if raw is None or isinstance(raw, (bool, Mapping, list)):
+            return default
+        try:
+            return float(raw)
+        except (TypeError, ValueError):
+            return default
+    def _argument_text_at(self, path: Any, default: Any) -> Any:
+        raw = self._nested(path)
+        return default if raw is None or isinstance(raw, (Mapping, list)) else str(raw)
+    def _argument_keys(self, path: Any) -> list[str]:
+        raw = self._nested(path)
+        return [str(k) for k in raw] if isinstance(raw, Mapping) else []
     def run(self) -> CompiledModule:
         out = CompiledModule(name=self.module.name, file=self.module.file)
         for decl in self.module.decls:

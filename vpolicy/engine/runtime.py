@@ -52,6 +52,7 @@ DECIDES: dict[str, Callable[[Any], bool]] = {
     "first-tier-and": lambda v: True,
     "sum": lambda v: v != 0,
     "tier-intersection": bool,
+    "tier-union": bool,
 }
 
 
@@ -495,6 +496,20 @@ class Runtime:
             if victims:
                 return victims, first_rule
         return [], None
+
+
+    def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
+        """Volcano's VictimTasks (shuffle): the union of the tier's rules' answers, in first-seen order;
+        the first tier whose rules name any victim decides."""
+        for tier in self._by_callback["victim_tasks"]:
+            chosen: dict[str, TaskInfo] = {}
+            for _plugin, rules in tier:
+                for rule in rules:
+                    for task in self._call(rule, tasks):
+                        chosen.setdefault(task.uid, task)
+            if chosen:
+                return list(chosen.values())
+        return []
 
 
 # Attributes that never change within a session, on tasks, jobs and queues alike: an order rule that

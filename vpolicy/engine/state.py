@@ -15,6 +15,7 @@ import numpy as np
 
 from vpolicy.engine.devices import DeviceLedger
 from vpolicy.model import snapshot as snap
+from vpolicy.model.budgets import PodDisruptionBudget, ResourceQuota
 from vpolicy.model.resources import ZERO, Resources, names, total
 from vpolicy.model.snapshot import ALLOCATED_STATUSES, READY_STATUSES, TaskStatus
 
@@ -29,7 +30,7 @@ class TaskInfo:
     __slots__ = ("pod", "job", "status", "node_name", "uid", "name", "namespace", "key", "resreq",
                  "priority", "role", "best_effort", "preemptable", "labels", "annotations", "order_index",
                  "priority_class_name", "node_selector", "original_status", "evicted", "eviction_occurred",
-                 "last_placement")
+                 "last_placement", "scheduled_at")
 
     def __init__(self, pod: snap.Pod, job: "JobInfo | None"):
         self.pod = pod
@@ -51,6 +52,7 @@ class TaskInfo:
         self.priority_class_name = pod.priority_class_name
         self.node_selector = pod.node_selector
         self.order_index = pod.order_index
+        self.scheduled_at = pod.scheduled_at
         self.evicted = False
         # pipelined where evictions for it made the room (Volcano's TransactionContext.EvictionOccurred):
         # only such a pod is given status.nominatedNodeName
@@ -96,6 +98,9 @@ class JobInfo:
         self.failed_roles: set[str] = set()
         self.unschedulable_condition = False
         self.enqueued_now = False
+        self.annotations = pg.annotations
+        self.labels = pg.labels
+        self.quotas: list[ResourceQuota] = []  # its namespace's ResourceQuotas (SessionState fills them)
 
     # counts: kept per status by SessionState.set_status, so rules read them in O(1) -----------------
     def count(self, statuses: Iterable[TaskStatus]) -> int:
@@ -161,6 +166,11 @@ class QueueInfo:
         self.deserved = queue.deserved or ZERO
         self.guarantee = queue.guarantee
         self.creation = queue.creation
+        self.has_node_group_affinity = queue.has_node_group_affinity
+        self.node_group_required = list(queue.node_group_required)
+        self.node_group_preferred = list(queue.node_group_preferred)
+        self.node_group_anti_required = list(queue.node_group_anti_required)
+        self.node_group_anti_preferred = list(queue.node_group_anti_preferred)
         self.parent: QueueInfo | None = None
         self.children: list[QueueInfo] = []
         self.jobs: list[JobInfo] = []
@@ -222,6 +232,7 @@ class NodeInfo:
         self.name = node.name
         self.allocatable = node.allocatable
         self.labels = node.labels
+        self.annotations = node.annotations
         self.unschedulable = node.unschedulable
         self.used: Resources = ZERO
         self.releasing: Resources = ZERO
@@ -368,6 +379,14 @@ class ClusterInfo:
     def inqueue(self) -> Resources:
         return total(q.inqueue for q in self._state.queues.values())
 
+    @property
+    def pdbs(self) -> tuple[PodDisruptionBudget, ...]:
+        return self._state.snapshot.pdbs
+
+    @property
+    def quotas(self) -> tuple[ResourceQuota, ...]:
+        return self._state.snapshot.resource_quotas
+
 
 class SessionState:
     """All live objects of one session, built from a snapshot (Volcano's OpenSession snapshot step)."""
@@ -389,6 +408,8 @@ class SessionState:
             if queue is None:
                 continue  # Volcano drops jobs whose queue does not exist
             job = JobInfo(pg, queue, snapshot.job_priority(pg))
+            if snapshot.resource_quotas:
+                job.quotas = [q for q in snapshot.resource_quotas if q.namespace == pg.namespace]
             self.jobs[pg.key] = job
             queue.jobs.append(job)
         self.version = 0  # grows with every status change: answers computed at one version stay valid

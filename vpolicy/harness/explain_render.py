@@ -136,6 +136,8 @@ class Evaluator:
         self.env = env
         self.fns: dict[str, Callable[..., Any]] = dict(FUNCTIONS)
         self.fns["argument"] = lambda key, default: default
+        self.fns["argument_at"] = self.fns["argument_text_at"] = lambda path, default: default
+        self.fns["argument_keys"] = lambda path: []
         self.helpers = module.helpers
         self._cache: dict[int, evaluate.Closure] = {}
 

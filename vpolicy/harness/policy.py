@@ -31,8 +31,10 @@ from vpolicy.model import conf as conf_model
 from vpolicy.model import durations
 from vpolicy.model.snapshot import ClusterSnapshot
 
-KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
+KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle")
 BAD_ARGUMENT = "compile.bad-argument"  # the compiler's own code for it, so both read the same
+# Built-ins that read inside a nested mapping argument by a path of keys (`argument_at([...], d)`).
+_NESTED_READERS = frozenset({"argument_at", "argument_text_at", "argument_keys"})
 # Parameter types an argument is read as (`compile.lower`); a list or a mapping is none of them.
 _SCALAR_KINDS = frozenset({"bool", "int", "number", "string"})
 
@@ -271,8 +273,14 @@ def _argument_problems(module: ast.Module, settings: Mapping[str, Any],
     the module reads with `argument(KEY, default)`. (The compiler reports what it cannot read as its
     parameter's type: `_at_argument` moves those into the user's file.)"""
     params = _params_by_key(module)
+    nested = _nested_keys(module)
     problems = []
     for key, raw in settings.items():
+        if key in nested and key not in params:
+            if raw is not None and not isinstance(raw, Mapping):
+                problems.append(_bad_argument(module, key, f"must be a mapping, got {_shown(raw)}",
+                                              spans.get(key), None))
+            continue
         decl = params.get(key)
         kind = decl.type.name if decl is not None else "number"
         if raw is None or (decl is None and not _takes_argument(module, key)) or kind not in _SCALAR_KINDS:
@@ -352,6 +360,12 @@ def _read_arguments(module: ast.Module) -> tuple[dict[str, source.Span], dict[st
     prefixes: dict[str, source.Span] = {}
     for root in ast.declared_expressions(module):
         for node in ast.walk(root):
+            if (isinstance(node, ast.Call) and node.func in _NESTED_READERS and node.args
+                    and isinstance(node.args[0], ast.ListLit) and node.args[0].items
+                    and isinstance(node.args[0].items[0], ast.Literal)
+                    and isinstance(node.args[0].items[0].value, str)):
+                exact.setdefault(node.args[0].items[0].value, node.span)  # the top key of a nested argument
+                continue
             if not (isinstance(node, ast.Call) and node.func == "argument" and node.args):
                 continue
             key = node.args[0]
@@ -361,6 +375,19 @@ def _read_arguments(module: ast.Module) -> tuple[dict[str, source.Span], dict[st
                   and isinstance(key.left.value, str)):
                 prefixes.setdefault(key.left.value, node.span)
     return exact, prefixes
+
+
+def _nested_keys(module: ast.Module) -> set[str]:
+    """The top keys of the mapping arguments a module reads inside (`argument_at(["resources", ...])`)."""
+    keys = set()
+    for root in ast.declared_expressions(module):
+        for node in ast.walk(root):
+            if (isinstance(node, ast.Call) and node.func in _NESTED_READERS and node.args
+                    and isinstance(node.args[0], ast.ListLit) and node.args[0].items
+                    and isinstance(node.args[0].items[0], ast.Literal)
+                    and isinstance(node.args[0].items[0].value, str)):
+                keys.add(node.args[0].items[0].value)
+    return keys
 
 
 def _reader_of(module: ast.Module, key: str) -> source.Span | None:

@@ -33,7 +33,7 @@ Env = dict[str, Type]  # local names: rule arguments, let/aggregate/select varia
 # The absent value, as `queue.parent` of the root; a name (not a keyword), so any type compares with it.
 NONE = "none"
 # Volcano's actions, in the order Volcano documents them (`actions` in a native policy).
-ACTIONS = ("enqueue", "allocate", "preempt", "reclaim", "backfill", "shuffle")
+ACTIONS = ("enqueue", "allocate", "preempt", "reclaim", "backfill", "shuffle", "gangpreempt", "gangreclaim")
 # Rule clauses and the callbacks that take them.
 CLAUSE_CALLBACKS = {
     "reason": ("job_valid", "predicate"),

@@ -28,7 +28,7 @@ from typing import TypeVar
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from vpolicy.errors import Diagnostic, PolicyError
-from vpolicy.load import kinds, topology, vcjob, yaml_spans
+from vpolicy.load import budgets, kinds, topology, vcjob, yaml_spans
 from vpolicy.load.fields import WRONG_TYPE, Problems, View
 from vpolicy.model import snapshot
 from vpolicy.source import Span
@@ -43,6 +43,7 @@ _KNOWN: dict[tuple[str, str], str] = {
     ("scheduling.k8s.io", "PriorityClass"): "priority_classes",
     ("scheduling.volcano.sh", "Queue"): "queues", ("scheduling.volcano.sh", "PodGroup"): "podgroups",
     ("batch.volcano.sh", "Job"): "jobs", ("topology.volcano.sh", "HyperNode"): "hypernodes",
+    ("policy", "PodDisruptionBudget"): "pdbs", ("", "ResourceQuota"): "resource_quotas",
 }
 _KINDS = frozenset(kind for _, kind in _KNOWN)
 _T = TypeVar("_T")
@@ -61,6 +62,8 @@ class _Objects:
     podgroups: list[View] = field(default_factory=list)
     jobs: list[View] = field(default_factory=list)
     hypernodes: list[View] = field(default_factory=list)
+    pdbs: list[View] = field(default_factory=list)
+    resource_quotas: list[View] = field(default_factory=list)
 
 
 def load_cluster(paths: Sequence[str | Path] | str | Path) -> snapshot.ClusterSnapshot:
@@ -155,6 +158,10 @@ def _build(objects: _Objects, problems: Problems) -> snapshot.ClusterSnapshot:
     hypernodes = _unique(problems, seen, "HyperNode", [(h, h.name, _origin(v)) for v in objects.hypernodes
                                                        if (h := topology.read_hypernode(v)) is not None])
     topology.check_topology(hypernodes, nodes, problems)
+    pdbs = _unique(problems, seen, "PodDisruptionBudget", [(b, b.key, _origin(v)) for v in objects.pdbs
+                                                           if (b := budgets.read_pdb(v)) is not None])
+    quotas = _unique(problems, seen, "ResourceQuota", [(rq, rq.key, _origin(v)) for v in objects.resource_quotas
+                                                       if (rq := budgets.read_resource_quota(v)) is not None])
     conf = _find_conf(objects.configmaps, problems)
     derived = vcjob.derive(jobs, podgroups=groups, pods=pods, class_values=class_values)
     return snapshot.ClusterSnapshot(
@@ -163,7 +170,8 @@ def _build(objects: _Objects, problems: Problems) -> snapshot.ClusterSnapshot:
         queues=_with_default_queues(queues), priority_classes=tuple(classes), namespaces=tuple(namespaces),
         conf_text=conf.text if conf else None, conf_origin=conf.origin if conf else None,
         conf_line_offset=conf.line_offset if conf else None, conf_col_offset=conf.col_offset if conf else 0,
-        warnings=problems.warnings, deferred_pods=derived.deferred_pods, hypernodes=tuple(hypernodes))
+        warnings=problems.warnings, deferred_pods=derived.deferred_pods, hypernodes=tuple(hypernodes),
+        pdbs=tuple(pdbs), resource_quotas=tuple(quotas))
 
 
 def _unique(problems: Problems, seen: dict[str, Span], kind: str, read: list[tuple[_T, str, Span]]) -> list[_T]:

@@ -392,6 +392,10 @@ class _Reader:
                 self.error("conf.unknown-action", f"unknown action '{name}'", span,
                            _suggest(name, model.KNOWN_ACTIONS, "known actions"))
             else:
+                if name in model.PARTIAL_ACTIONS:
+                    self.warn("conf.partial-action", f"action '{name}' is only partly implemented by vpolicy: "
+                              f"{model.PARTIAL_ACTIONS[name]}", span,
+                              "decisions may differ from Volcano's where the missing part acts")
                 actions.append(name)
                 spans.append(span)
         return actions, spans
@@ -469,6 +473,10 @@ class _Reader:
             self.warn("conf.unsupported-plugin", f"plugin '{name}' is not implemented by vpolicy; it is ignored",
                       span, f"vpolicy implements {', '.join(model.IMPLEMENTED_PLUGINS)}")
             return None
+        if name in model.PARTIAL_PLUGINS:
+            self.warn("conf.partial-plugin", f"plugin '{name}' is only partly implemented by vpolicy: "
+                      f"{model.PARTIAL_PLUGINS[name]}", span,
+                      "its other rules run; decisions may differ from Volcano's where the missing part acts")
         hierarchy = flags.pop(model.HIERARCHY_KEY, False)
         return model.PluginOption(name, model.all_flags(flags), arguments, span, argument_spans,
                                   hierarchy=hierarchy, flag_spans=flag_spans)

@@ -42,6 +42,9 @@ _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _FIELD_OPERATORS = ("In", "NotIn")  # matchFields supports only these (Kubernetes validation)
 _PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 _INT32 = (-(2**31), 2**31 - 1)
+# a Queue's spec.affinity.nodeGroup(Anti)Affinity lists of node group names
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +147,16 @@ def read_pod(obj: View, *, class_values: Mapping[str, int]) -> snapshot.Pod | No
         required_affinity=spec.required_affinity, preferred_affinity=spec.preferred_affinity,
         tolerations=spec.tolerations, creation=meta.creation, preemption_policy=spec.preemption_policy,
         nominated_node=status.text("nominatedNodeName") if status else "",
-        scheduling_gated=spec.scheduling_gated, vgpu_limits=spec.vgpu_limits, origin=meta.origin)
+        scheduling_gated=spec.scheduling_gated, vgpu_limits=spec.vgpu_limits,
+        scheduled_at=_scheduled_at(status), origin=meta.origin)
+
+
+def _scheduled_at(status: View | None) -> float:
+    """lastTransitionTime of the PodScheduled=True condition (epoch seconds), 0 when there is none."""
+    for condition in status.mappings("conditions") if status else ():
+        if condition.text("type") == "PodScheduled" and condition.text("status") == "True":
+            return condition.timestamp("lastTransitionTime") or 0.0
+    return 0.0
 
 
 def read_pod_spec(spec: View | None) -> PodSpec:
@@ -246,6 +258,9 @@ def read_queue(obj: View) -> snapshot.Queue | None:
     guaranteed = guarantee.quantities("resource") if guarantee else None
     states = [s.value for s in snapshot.QueueState]
     state = status.choice("state", states, default="Open") if status else "Open"
+    affinity = spec.mapping("affinity") if spec else None
+    groups = affinity.mapping("nodeGroupAffinity") if affinity else None
+    anti = affinity.mapping("nodeGroupAntiAffinity") if affinity else None
     if meta is None:
         return None
     return snapshot.Queue(
@@ -257,6 +272,11 @@ def read_queue(obj: View) -> snapshot.Queue | None:
         parent=spec.text("parent") if spec else "",
         priority=spec.integer("priority", default=0, minimum=0) if spec else 0,
         state=snapshot.QueueState(state), creation=meta.creation, annotations=meta.annotations,
+        has_node_group_affinity=affinity is not None,
+        node_group_required=groups.texts(_REQUIRED) if groups else (),
+        node_group_preferred=groups.texts(_PREFERRED) if groups else (),
+        node_group_anti_required=anti.texts(_REQUIRED) if anti else (),
+        node_group_anti_preferred=anti.texts(_PREFERRED) if anti else (),
         origin=meta.origin)
 
 

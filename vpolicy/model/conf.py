@@ -108,7 +108,40 @@ IMPLEMENTED_PLUGINS: tuple[str, ...] = (
     "binpack",
     "capacity",
     "deviceshare",
+    "sla",
+    "pdb",
+    "cdp",
+    "nodegroup",
+    "resourcequota",
+    "resource-strategy-fit",
+    "usage",
+    "tdm",
+    "task-topology",
+    "numa-aware",
+    "rescheduling",
+    "extender",
 )
+
+# Plugins whose rule module loads and runs but leaves part of Volcano's behaviour out: a conf naming
+# one loads with a `conf.partial-plugin` warning that says what is missing, so nobody mistakes the
+# decisions for Volcano's where that part would have acted.
+PARTIAL_PLUGINS: Mapping[str, str] = {
+    "usage": "node usage is read from the nodes' `usage.volcano.sh/*` annotations; no Prometheus or "
+             "Elasticsearch metrics source is queried",
+    "tdm": "none of its rules run yet: revocable-zone time windows, their predicate, score and "
+           "victims are not implemented",
+    "task-topology": "none of its rules run yet: bucketed placement of a job's tasks by affinity and "
+                     "anti-affinity is not implemented",
+    "numa-aware": "none of its rules run yet: Numatopology objects and the topology manager policies are "
+                  "not read",
+    "rescheduling": "none of its strategies run yet: the lowNodeUtilization victims for shuffle are not "
+                    "selected",
+    "extender": "no HTTP call is made yet: the extender's predicate, prioritize, preemptable and "
+                "reclaimable verbs are not consulted",
+}
+
+# Actions vpolicy runs only in part, with what they leave out (`conf.partial-action` warnings).
+PARTIAL_ACTIONS: Mapping[str, str] = {}
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from vpolicy.model.budgets import PodDisruptionBudget, ResourceQuota
 from vpolicy.model.hypernodes import HyperNode, NetworkTopology, SubGroupPolicy
 from vpolicy.model.resources import Resources, ZERO
 from vpolicy.source import Span
@@ -148,6 +149,9 @@ class Pod:
     # the vGPU limits of each container that names one, in container order (Volcano's resourcereqs reads
     # them per container, never their sum), see deviceshare
     vgpu_limits: tuple[Mapping[str, int], ...] = ()
+    # lastTransitionTime of the pod's PodScheduled=True condition, epoch seconds (0: none); cdp's
+    # cooldown runs from it
+    scheduled_at: float = 0.0
     origin: Span | str | None = field(default=None, compare=False)
     # Derived once when the pod is made (every session's TaskInfo reads them): `namespace/name`; a
     # best-effort request (nothing asked beyond `pods`); volcano.sh/preemptable from annotations, else
@@ -218,6 +222,13 @@ class Queue:
     state: QueueState = QueueState.OPEN
     creation: float = 0.0
     annotations: Mapping[str, str] = field(default_factory=dict)
+    # spec.affinity.nodeGroupAffinity / nodeGroupAntiAffinity (the nodegroup plugin): node group names
+    # (node label volcano.sh/nodegroup-name), required and preferred during scheduling
+    has_node_group_affinity: bool = False  # spec.affinity is set (even with empty lists)
+    node_group_required: tuple[str, ...] = ()
+    node_group_preferred: tuple[str, ...] = ()
+    node_group_anti_required: tuple[str, ...] = ()
+    node_group_anti_preferred: tuple[str, ...] = ()
     origin: Span | str | None = field(default=None, compare=False)
 
 
@@ -249,6 +260,8 @@ class ClusterSnapshot:
     # (reference §14): derived from the job's task templates, not yet part of `pods`.
     deferred_pods: tuple[Pod, ...] = ()
     hypernodes: tuple[HyperNode, ...] = ()  # topology.volcano.sh HyperNodes (see model.hypernodes)
+    pdbs: tuple[PodDisruptionBudget, ...] = ()  # policy/v1 PodDisruptionBudgets (the pdb plugin)
+    resource_quotas: tuple[ResourceQuota, ...] = ()  # v1 ResourceQuotas (the resourcequota plugin)
 
     def job_priority(self, pg: PodGroup) -> int:
         """PodGroup priorityClassName's value; else the globalDefault class; else 0 (reference §1)."""

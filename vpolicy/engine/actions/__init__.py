@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from vpolicy.engine.actions import allocate, backfill, enqueue, preempt, reclaim
+from vpolicy.engine.actions import allocate, backfill, enqueue, preempt, reclaim, shuffle
 from vpolicy.engine.actions.context import ActionContext
 
 ACTIONS: dict[str, Callable[[ActionContext], None]] = {
@@ -17,4 +17,5 @@ ACTIONS: dict[str, Callable[[ActionContext], None]] = {
     "backfill": backfill.run,
     "preempt": preempt.run,
     "reclaim": reclaim.run,
+    "shuffle": shuffle.run,
 }
