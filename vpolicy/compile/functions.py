@@ -7,10 +7,12 @@ decision is made here; `policies/` decides.
 """
 from __future__ import annotations
 
+import datetime
 import math
 from typing import Any, Callable, Iterable, Mapping
 
 from vpolicy.compile import devices
+from vpolicy.model import budgets, durations
 from vpolicy.model.resources import Resources, ZERO
 from vpolicy.model.snapshot import Taint
 
@@ -183,8 +185,35 @@ def _argument_placeholder(key: str, default: float) -> float:  # replaced per mo
     return default
 
 
+def duration(text: Any) -> float:
+    """A Go duration in seconds; -1 when `text` is not one (a rule then reads it as unset)."""
+    found = durations.go_seconds(text) if isinstance(text, str) else None
+    return -1.0 if found is None else found
+
+
+def timestamp(text: Any) -> float:
+    """An RFC 3339 time as epoch seconds (no offset: UTC); -1 when `text` is not one."""
+    if not isinstance(text, str):
+        return -1.0
+    try:
+        parsed = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return -1.0
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+    return parsed.timestamp()
+
+
+def selects(pdb: Any, task: Any) -> bool:
+    """A PodDisruptionBudget covers a pod: same namespace, and its (non-empty) selector matches the labels."""
+    return bool(pdb.namespace == task.namespace and budgets.selector_matches(pdb.selector, task.labels))
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "compare": compare,
+    "duration": duration,
+    "selects": selects,
+    "timestamp": timestamp,
     "le": lambda a, b: a.le(b),
     "le_on": lambda a, b, names: a.le_on_dims_of(b, names),
     "dims": lambda r: sorted(r.dims()),
@@ -206,6 +235,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "split": lambda text: [x.strip() for x in str(text).split(",") if x.strip()],
     "cap_by": lambda a, cap: cap_by(a, cap),
     "argument": _argument_placeholder,
+    "argument_at": _argument_placeholder,
+    "argument_text_at": _argument_placeholder,
+    "argument_keys": lambda path: [],  # replaced per module at lowering time
     "water_fill": water_fill,
     "matches_node_selector": matches_node_selector,
     "matches_required_affinity": matches_required_affinity,

@@ -54,6 +54,8 @@ TASK = {
     "labels": Attribute("map[string,string]", "pod labels"),
     "annotations": Attribute("map[string,string]", "pod annotations"),
     "node_selector": Attribute("map[string,string]", "pod spec.nodeSelector"),
+    "scheduled_at": Attribute("number", "lastTransitionTime of the PodScheduled=True condition, epoch seconds "
+                                        "(0 when there is none)"),
 }
 
 JOB = {
@@ -78,6 +80,10 @@ JOB = {
     "valid_task_count": Attribute("int", "tasks Pending, Pipelined, allocated or Succeeded (gang validity)"),
     "task_count": Attribute("int", "number of tasks"),
     "creation": Attribute("number", "creationTimestamp, epoch seconds"),
+    "annotations": Attribute("map[string,string]", "PodGroup annotations"),
+    "labels": Attribute("map[string,string]", "PodGroup labels"),
+    "enqueued_now": Attribute("bool", "the job moved from Pending to Inqueue in this session's enqueue"),
+    "quotas": Attribute("list[quota]", "the ResourceQuotas of the job's namespace"),
 }
 
 QUEUE = {
@@ -104,6 +110,13 @@ QUEUE = {
     "elastic": Attribute("resources", "allocated beyond minResources of its jobs"),
     "request": Attribute("resources", "allocated plus Pending task requests"),
     "creation": Attribute("number", "creationTimestamp, epoch seconds"),
+    "has_node_group_affinity": Attribute("bool", "spec.affinity (node group affinity) is set"),
+    "node_group_required": Attribute("list[string]", "spec.affinity.nodeGroupAffinity.required... node groups"),
+    "node_group_preferred": Attribute("list[string]", "spec.affinity.nodeGroupAffinity.preferred... node groups"),
+    "node_group_anti_required": Attribute("list[string]",
+                                          "spec.affinity.nodeGroupAntiAffinity.required... node groups"),
+    "node_group_anti_preferred": Attribute("list[string]",
+                                           "spec.affinity.nodeGroupAntiAffinity.preferred... node groups"),
 }
 
 NODE = {
@@ -115,6 +128,7 @@ NODE = {
     "pipelined": Attribute("resources", "requests of tasks pipelined onto the node"),
     "future_idle": Attribute("resources", "idle + releasing - pipelined"),
     "labels": Attribute("map[string,string]", "node labels"),
+    "annotations": Attribute("map[string,string]", "node annotations"),
     "unschedulable": Attribute("bool", "spec.unschedulable"),
     "pod_count": Attribute("int", "tasks placed on the node"),
     "max_pods": Attribute("int", "allocatable pods"),
@@ -130,10 +144,28 @@ CLUSTER = {
     "queues": Attribute("list[queue]", "all queues"),
     "nodes": Attribute("list[node]", "Ready nodes"),
     "jobs": Attribute("list[job]", "all jobs"),
+    "pdbs": Attribute("list[pdb]", "PodDisruptionBudgets"),
+    "quotas": Attribute("list[quota]", "ResourceQuotas"),
+}
+
+PDB = {
+    "name": Attribute("string", "PodDisruptionBudget name"),
+    "namespace": Attribute("string", "its namespace"),
+    "key": Attribute("string", "`namespace/name`"),
+    "disruptions_allowed": Attribute("int", "status.disruptionsAllowed"),
+    "disrupted_pods": Attribute("list[string]", "names of the pods in status.disruptedPods"),
+}
+
+QUOTA = {
+    "name": Attribute("string", "ResourceQuota name"),
+    "namespace": Attribute("string", "its namespace"),
+    "key": Attribute("string", "`namespace/name`"),
+    "hard": Attribute("resources", "status.hard (else spec.hard), by the quota's own resource names"),
+    "used": Attribute("resources", "status.used"),
 }
 
 OBJECT_TYPES: dict[str, dict[str, Attribute]] = {
-    "task": TASK, "job": JOB, "queue": QUEUE, "node": NODE, "cluster": CLUSTER,
+    "task": TASK, "job": JOB, "queue": QUEUE, "node": NODE, "cluster": CLUSTER, "pdb": PDB, "quota": QUOTA,
 }
 
 # Global names visible in every expression.
@@ -171,6 +203,8 @@ CALLBACKS: dict[str, Callback] = {
                             "enablePreemptable", "tier-intersection", "victims this plugin allows"),
     "reclaimable": Callback((("reclaimer", "task"), ("candidates", "list[task]")), "list[task]",
                             "enableReclaimable", "tier-intersection", "victims this plugin allows"),
+    "victim_tasks": Callback((("tasks", "list[task]"),), "list[task]", "enabledVictim", "tier-union",
+                             "of the running tasks, those to evict (shuffle); the first tier with any decides"),
 }
 
 FUNCTIONS: dict[str, Function] = {
@@ -199,6 +233,13 @@ FUNCTIONS: dict[str, Function] = {
                        "per-dimension minimum with a capability; a dimension the capability lacks, or a cpu/memory "
                        "capability <= 0, is unlimited (Volcano's Infinity default)"),
     "argument": Function(("string", "number"), "number", "a raw plugin argument by key, else the default"),
+    "argument_at": Function(("list[string]", "number"), "number",
+                            "a number inside nested mapping arguments, by its path of keys "
+                            "(`[\"resources\", r, \"weight\"]`), else the default"),
+    "argument_text_at": Function(("list[string]", "string"), "string",
+                                 "a text inside nested mapping arguments, by its path of keys, else the default"),
+    "argument_keys": Function(("list[string]",), "list[string]",
+                              "the keys of the mapping argument at a path of keys; empty when there is none"),
     "water_fill": Function(("list[queue]", "resources", "map[queue,resources]", "map[queue,resources]"),
                            "map[queue,resources]",
                            "proportion's iterative weighted split of the total: (queues, total, caps, requests)"),
@@ -216,6 +257,13 @@ FUNCTIONS: dict[str, Function] = {
     "float": Function(("any",), "number", "convert to number"),
     "str": Function(("any",), "string", "render as text"),
     "now": Function((), "number", "the session clock, epoch seconds"),
+    "duration": Function(("string",), "number",
+                         "a Go duration (`1h2m3s`, `500ms`, `1.5h`) in seconds; -1 when the text is not one"),
+    "timestamp": Function(("string",), "number",
+                          "an RFC 3339 time (`2024-05-01T12:00:00Z`) as epoch seconds; -1 when the text is not one"),
+    "selects": Function(("pdb", "task"), "bool",
+                        "the budget's label selector matches the pod (same namespace; a nil or empty selector "
+                        "matches nothing)"),
     # deviceshare's card-level primitives (vpolicy.compile.devices); `cards` is `node.gpus`
     "vgpu_requested": Function(("task",), "bool",
                                "the pod asks for vGPU cards (`volcano.sh/vgpu-number` or `vgpu-memory` limits)"),
