@@ -2,7 +2,7 @@
 rules of `vpolicy.admission`, at Volcano's paths:
 
     POST /jobs/mutate  /jobs/validate  /queues/mutate  /queues/validate  /podgroups/mutate
-         /podgroups/validate                                  GET /healthz
+         /podgroups/validate  /pods/mutate                    GET /healthz
 
 A mutating answer carries a JSONPatch replacing the sections that defaulting changed; a validating
 answer is allowed, or denied with every violation in one message (code 400, or 403 for deletes).
@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from cluster_adapter.controllers.api import NAMESPACES, PODGROUPS, QUEUES
 from cluster_adapter.kube.client import APIError, KubeClient
-from vpolicy.admission import common, jobs, podgroups, queues
+from vpolicy.admission import common, jobs, podgroups, pods, queues
 
 log = logging.getLogger(__name__)
 MAX_BODY = 8 * 1024 * 1024  # bytes; the API server sends at most a few MiB per review
@@ -170,10 +170,16 @@ def _podgroups_validate(request: dict[str, Any], lookup: Lookup | None, schedule
     return _verdict(podgroups.validate_podgroup(request.get("object") or {}, queues=queue_map))
 
 
+def _pods_mutate(request: dict[str, Any], lookup: Lookup | None, scheduler_name: str) -> dict[str, Any]:
+    obj = request.get("object") or {}
+    return _patched(obj, pods.default_pod(obj))
+
+
 ROUTES: dict[str, Handler] = {
     "/jobs/mutate": _jobs_mutate, "/jobs/validate": _jobs_validate,
     "/queues/mutate": _queues_mutate, "/queues/validate": _queues_validate,
     "/podgroups/mutate": _podgroups_mutate, "/podgroups/validate": _podgroups_validate,
+    "/pods/mutate": _pods_mutate,
 }
 
 
