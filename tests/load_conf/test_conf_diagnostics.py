@@ -283,7 +283,7 @@ def test_every_mistake_in_one_file_is_reported_sorted_by_position_with_warnings(
         "  - name: gang\n"                            # 5
         "    enablePreemtable: false\n"               # 6
         '    enableJobOrder: "true"\n'                # 7
-        "  - name: sla\n"                             # 8
+        "  - name: numa-aware\n"                      # 8
         "  - name: proportions\n"                     # 9
         "configurations:\n"                           # 10
         "- name: preemt\n"                            # 11
@@ -294,7 +294,7 @@ def test_every_mistake_in_one_file_is_reported_sorted_by_position_with_warnings(
         ("conf.unknown-action", 1, 27),
         ("conf.unknown-flag", 6, 5),
         ("conf.wrong-type", 7, 21),
-        ("conf.unsupported-plugin", 8, 11),
+        ("conf.partial-plugin", 8, 11),
         ("conf.unknown-plugin", 9, 11),
         ("conf.unknown-action", 11, 9),
         ("conf.unknown-key", 12, 1),

@@ -151,17 +151,25 @@ def test_metrics_are_accepted_and_ignored() -> None:
     assert conf.actions == ("allocate",)
 
 
-def test_a_known_plugin_vpolicy_does_not_implement_is_dropped_with_a_warning() -> None:
-    conf = loader.parse_conf_text("actions: allocate\ntiers:\n- plugins:\n  - name: sla\n  - name: gang\n",
-                                  file="sla.conf")
-    assert tier_names(conf) == [["gang"]]
-    assert conf.plugin("sla") is None
-    assert conf.warnings == ((
-        "sla.conf:4:11: warning[conf.unsupported-plugin]: plugin 'sla' is not implemented by vpolicy; it is "
-        "ignored (vpolicy implements priority, gang, conformance, overcommit, drf, predicates, proportion, "
-        "nodeorder, binpack, capacity, deviceshare)"),)
+def test_a_plugin_vpolicy_implements_in_part_loads_with_a_warning_saying_what_is_missing() -> None:
+    conf = loader.parse_conf_text("actions: allocate\ntiers:\n- plugins:\n  - name: numa-aware\n  - name: gang\n",
+                                  file="numa.conf")
+    assert tier_names(conf) == [["numa-aware", "gang"]]
     (warning,) = conf.warning_diagnostics
-    assert (warning.severity, warning.code) == ("warning", "conf.unsupported-plugin")
+    assert (warning.severity, warning.code) == ("warning", "conf.partial-plugin")
+    assert conf.warnings == ((
+        "numa.conf:4:11: warning[conf.partial-plugin]: plugin 'numa-aware' is only partly implemented by "
+        "vpolicy: none of its rules run yet: Numatopology objects and the topology manager policies are not "
+        "read (its other rules run; decisions may differ from Volcano's where the missing part acts)"),)
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(name, id=name) for name in ("sla", "pdb", "cdp", "nodegroup", "resourcequota",
+                                             "resource-strategy-fit")])
+def test_a_plugin_vpolicy_implements_loads_without_a_warning(name: str) -> None:
+    conf = loader.parse_conf_text(f"actions: allocate\ntiers:\n- plugins:\n  - name: {name}\n", file="p.conf")
+    assert tier_names(conf) == [[name]]
+    assert conf.warnings == ()
 
 
 def test_the_example_conf_is_volcanos_helm_default() -> None:
