@@ -14,6 +14,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from vpolicy.engine.devices import DeviceLedger
+from vpolicy.engine.topology import open_topology
 from vpolicy.model import snapshot as snap
 from vpolicy.model.budgets import PodDisruptionBudget, ResourceQuota
 from vpolicy.model.resources import ZERO, Resources, names, total
@@ -98,6 +99,10 @@ class JobInfo:
         self.failed_roles: set[str] = set()
         self.unschedulable_condition = False
         self.enqueued_now = False
+        # network topology, bound by engine.topology when the session opens
+        self.topology_mode = ""  # hard | soft | "" (no networkTopology)
+        self.highest_tier_allowed = 0
+        self.allocated_hypernode = ""  # live: grows with the job's placements
         self.annotations = pg.annotations
         self.labels = pg.labels
         self.quotas: list[ResourceQuota] = []  # its namespace's ResourceQuotas (SessionState fills them)
@@ -239,6 +244,8 @@ class NodeInfo:
         self.pipelined: Resources = ZERO
         self.tasks: list[TaskInfo] = []
         self.gpus: Any = None  # the node's GPU cards in the session (engine.devices.NodeGpus); None: no inventory
+        self.hypernode = ""  # its lowest HyperNode (engine.topology binds it)
+        self.hypernodes: list[Any] = []  # the HyperNodes holding it, lowest tier first
         self._future: tuple[Resources, Resources, Resources, Resources] | None = None
 
     @property
@@ -354,6 +361,12 @@ class NodeArrays:
 class ClusterInfo:
     def __init__(self, state: "SessionState"):
         self._state = state
+        # network topology (engine.topology binds them when the session opens)
+        self.hypernodes: list[Any] = []
+        self.hypernode_tiers: list[int] = []
+        self.min_tier = 0
+        self.max_tier = 0
+        self.topology: Any = None
 
     @property
     def total(self) -> Resources:
@@ -443,6 +456,7 @@ class SessionState:
         for node in self.nodes.values():
             self._sync_arrays(node)
         self._init_inqueue()
+        self.topology = open_topology(self)  # HyperNodes, and each job's and node's place among them
 
     def _init_inqueue(self) -> None:
         """Inqueue accounting (proportion/capacity/overcommit): reserved minResources of admitted jobs."""

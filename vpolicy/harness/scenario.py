@@ -46,6 +46,7 @@ MISPLACED_HEADER = "scenario.misplaced-header"
 # The expectations, in docs/scenarios.md order, each with an example of its value (for help lines).
 EXPECT_EXAMPLES = {
     "binds": "{namespace/pod: node}", "binds_include": "{namespace/pod: node}", "binds_exclude": "[namespace/pod]",
+    "bound": "[namespace/pod]",
     "pipelined": "{namespace/pod: node}", "pipelined_include": "{namespace/pod: node}",
     "nominated": "{namespace/pod: node}",
     "evictions": "[namespace/pod]", "evictions_include": "[namespace/pod]",
@@ -74,6 +75,7 @@ class Expect:
     binds: Mapping[str, str] | None = None
     binds_include: Mapping[str, str] | None = None
     binds_exclude: tuple[str, ...] | None = None
+    bound: tuple[str, ...] | None = None
     pipelined: Mapping[str, str] | None = None
     pipelined_include: Mapping[str, str] | None = None
     nominated: Mapping[str, str] | None = None

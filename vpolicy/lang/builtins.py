@@ -280,5 +280,56 @@ FUNCTIONS: dict[str, Function] = {
                                      "(task, node.gpus, policy): MIG cards the placement would re-cut"),
 }
 
+# Network topology (Volcano's HyperNodes): bound by `vpolicy.engine.topology`, functions in
+# `vpolicy.compile.topology`; the network-topology-aware module reads them.
+HYPERNODE = {
+    "name": Attribute("string", "HyperNode name (the whole cluster is the domain `<cluster-top-hypernode>`)"),
+    "tier_name": Attribute("string", "spec.tierName (\"\" when unset)"),
+    "nodes": Attribute("list[node]", "Ready nodes in the domain, those of member HyperNodes included"),
+    "node_names": Attribute("list[string]", "names of `nodes`"),
+    "children": Attribute("list[hypernode]", "member HyperNodes"),
+    "allocatable": Attribute("resources", "sum of the nodes' allocatable"),
+    "used": Attribute("resources", "sum of the nodes' used (live in the session)"),
+    "idle": Attribute("resources", "allocatable - used"),
+}
+OBJECT_TYPES["hypernode"] = HYPERNODE
+JOB.update({
+    "topology_mode": Attribute("string", "spec.networkTopology.mode: \"hard\", \"soft\", or \"\" without networkTopology"),
+    "highest_tier_allowed": Attribute("int", "highestTierAllowed, else the tier highestTierName names, else 1; "
+                                             "0 without networkTopology"),
+    "allocated_hypernode": Attribute("string", "lowest domain holding every placed task of the job (live: "
+                                               "follows placements; \"\" when none is placed)"),
+})
+NODE.update({
+    "hypernode": Attribute("string", "the node's lowest-tier HyperNode, \"\" when it is in none"),
+    "hypernodes": Attribute("list[hypernode]", "the HyperNodes holding the node, lowest tier first"),
+})
+CLUSTER.update({
+    "hypernodes": Attribute("list[hypernode]", "every HyperNode"),
+    "hypernode_tiers": Attribute("list[int]", "min_tier, ..., max_tier (empty without HyperNodes)"),
+    "min_tier": Attribute("int", "lowest HyperNode tier (0 without HyperNodes)"),
+    "max_tier": Attribute("int", "highest HyperNode tier (0 without HyperNodes)"),
+})
+CALLBACKS.update({
+    "hypernode_order": Callback((("job", "job"), ("hypernode", "hypernode")), "number", "enabledHyperNodeOrder",
+                                "sum", "domain score for placing the job's gang inside it; highest wins"),
+    "hypernode_gradient": Callback((("job", "job"), ("hypernode", "hypernode")), "bool",
+                                   "enabledHyperNodeGradient", "and",
+                                   "a hard-mode job may be placed inside this domain; allocate tries the allowed "
+                                   "domains tier by tier, lowest first (no rule: the whole cluster)"),
+})
+FUNCTIONS.update({
+    "lca_tier": Function(("cluster", "string", "string"), "int",
+                         "(cluster, a, b): tier of the lowest domain holding both; 0 when either is \"\"; "
+                         "max_tier + 1 when only the cluster holds both"),
+    "ancestor_at": Function(("cluster", "string", "int"), "string",
+                            "(cluster, domain, tier): its highest ancestor (or itself) of tier <= tier; \"\" if none"),
+    "within": Function(("cluster", "string", "string"), "bool", "(cluster, domain, ancestor): domain is or lies under ancestor"),
+    "tasks_within": Function(("list[task]", "hypernode"), "int", "how many of the tasks sit on a node of the domain"),
+    "tier_of": Function(("hypernode",), "int", "spec.tier of the domain: 1 nearest the nodes (a leaf switch), "
+                                            "higher towards the spine (`tier` itself is a keyword)"),
+    "pow": Function(("number", "number"), "number", "a raised to the power b"),
+})
+
 TYPE_NAMES = frozenset({"int", "number", "bool", "string", "resources", "vote", "any", "list", "map",
                         *OBJECT_TYPES})

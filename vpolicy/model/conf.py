@@ -120,6 +120,7 @@ IMPLEMENTED_PLUGINS: tuple[str, ...] = (
     "numa-aware",
     "rescheduling",
     "extender",
+    "network-topology-aware",
 )
 
 # Plugins whose rule module loads and runs but leaves part of Volcano's behaviour out: a conf naming

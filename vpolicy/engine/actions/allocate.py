@@ -7,6 +7,9 @@ that is neither ready nor pipelined is discarded, all or nothing.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from vpolicy.engine.actions import allocate_topology
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.heap import Queue
 from vpolicy.engine.placement import FitErrors
@@ -29,9 +32,15 @@ def run(ctx: ActionContext) -> None:
             continue
         job = jobs.pop()
         tasks = worksheets[job.key]
-        stmt = allocate_tasks(ctx, job, tasks)
+        domain = ""
+        if allocate_topology.searches_domains(ctx, job):
+            stmt, domain = allocate_topology.allocate_job(ctx, job, tasks)
+        else:
+            stmt = allocate_tasks(ctx, job, tasks)
         if stmt is not None and rt.job_ready(job):
             stmt.commit()
+            if domain:  # Volcano's recorder: the job's domain grows to hold the new placements
+                job.allocated_hypernode = ctx.state.topology.lca(job.allocated_hypernode, domain)
             if not tasks.empty():
                 jobs.push(job)
         queues.push(queue)
@@ -74,9 +83,16 @@ def _drain(jobs: Queue[JobInfo] | None) -> list[JobInfo]:
     return out
 
 
-def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo]) -> Statement | None:
+def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
+                   within: np.ndarray | None = None) -> Statement | None:
+    """One job's turn over all nodes, or over the node rows `within` marks (a HyperNode's, for
+    `allocate_topology`). A job with a network topology sees its allocated HyperNode grow with each
+    placement while its tasks are scored; a soft-mode job keeps it when the gang is ready."""
     rt = ctx.runtime
     stmt = ctx.statement()
+    topo = ctx.state.topology
+    tracks = bool(job.topology_mode) and topo.enabled
+    allocated_before = job.allocated_hypernode
     failed_roles = job.failed_roles  # session-wide, as Volcano's per-job fit-error cache
     while not tasks.empty():
         task = tasks.pop()
@@ -87,10 +103,14 @@ def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo]) -> 
             continue
         errors = FitErrors()
         nominated = ctx.placement.nominated_node(task)
+        if nominated and within is not None and not within[ctx.placement.arrays.row[nominated[0].name]]:
+            nominated = []
         if nominated:
             node, fits_idle = ctx.placement.best_node(task, nominated)
         else:
             rows = ctx.placement.feasible_rows(task, errors)
+            if within is not None:
+                rows = rows[within[rows]]
             if not len(rows):
                 ctx.fit_errors[task.uid] = errors
                 failed_roles.add(task.role)
@@ -103,9 +123,14 @@ def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo]) -> 
         else:
             stmt.pipeline(task, node.name)
         ctx.fit_errors.pop(task.uid, None)
+        if tracks:
+            job.allocated_hypernode = topo.lca(job.allocated_hypernode, topo.leaf_of(node.name))
         if rt.job_ready(job):
             break
-    if rt.job_ready(job):
+    ready = rt.job_ready(job)
+    if tracks and not (ready and job.topology_mode == "soft" and within is None):
+        job.allocated_hypernode = allocated_before
+    if ready:
         return stmt
     if rt.job_pipelined(job):
         return stmt

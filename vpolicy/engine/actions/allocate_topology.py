@@ -1,0 +1,147 @@
+"""allocate for a job bound to the network topology: its gang goes inside one domain (Volcano's
+allocateForJob, reference §4.2).
+
+A hard-mode job (`job.topology_mode == "hard"`) is dry-run in every domain its `hypernode_gradient`
+rules allow, tier by tier, lowest tier first; within a tier each domain that leaves the gang ready (or
+pipelined) is a solution, and the one the `hypernode_order` rules score highest wins (scores are taken
+before the dry run, as Volcano's HyperNodeOrderFn reads the session before allocating; ties go to the
+first domain in breadth-first order, where Volcano picks at random). Its placements are replayed into
+the returned statement; a higher tier is tried only when no domain of a lower one holds the gang. With
+no `hypernode_gradient` rule (the plugin is off, or its `enabledHyperNodeGradient` is false) the only
+domain is the whole cluster, as in Volcano.
+
+Soft-mode jobs and jobs without a topology are allocated by `allocate.allocate_tasks` over all nodes;
+their preference for low tiers is a node score (`network-topology-aware.vpol`).
+
+This module decides nothing about which domains are allowed or how they score: rules do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vpolicy.engine.actions.context import ActionContext
+from vpolicy.engine.heap import Queue
+from vpolicy.engine.state import JobInfo, TaskInfo
+from vpolicy.engine.statement import Statement
+from vpolicy.engine.topology import SessionTopology
+from vpolicy.model import hypernodes as hn
+from vpolicy.model.resources import Resources, total
+
+
+@dataclass(slots=True)
+class _Solution:
+    domain: str
+    score: float
+    placements: list[tuple[str, TaskInfo, str]]  # (allocate | pipeline, task, node)
+    left: list[TaskInfo]  # the worksheet's tasks not yet popped when the trial ended
+
+
+def searches_domains(ctx: ActionContext, job: JobInfo) -> bool:
+    """Whether the job's gang is placed domain by domain (hard mode, on a cluster with HyperNodes)."""
+    return job.topology_mode == "hard" and ctx.state.topology.enabled
+
+
+def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo]) -> tuple[Statement | None, str]:
+    """The statement placing the job's gang in the best domain of the lowest tier that holds it, and
+    that domain ("" when none does); `tasks` is left holding what the chosen trial did not reach."""
+    from vpolicy.engine.actions.allocate import allocate_tasks  # allocate dispatches here
+
+    rt, topo = ctx.runtime, ctx.state.topology
+    pending = _drain(tasks)
+    original = job.allocated_hypernode
+    tried: list[list[str]] = []
+    placement = ctx.placement
+    sample, placement.sample = placement.sample, False  # a domain is searched whole
+    try:
+        for group in domain_gradients(ctx, job):
+            tried.append(group)
+            best: _Solution | None = None
+            for name in group:
+                info = topo.info(name)
+                score = float(sum(rt.ask(rule, job, info) for rule in rt.rules("hypernode_order")))
+                job.failed_roles.clear()  # Volcano's ResetFitErr: each domain starts clean
+                worksheet = rt.task_queue(pending)
+                stmt = allocate_tasks(ctx, job, worksheet, within=topo.mask(name))
+                if stmt is not None and stmt.ops:
+                    if best is None or score > best.score:
+                        best = _Solution(name, score, [(op.kind, op.task, op.task.node_name) for op in stmt.ops],
+                                         _drain(worksheet))
+                    stmt.discard()
+                job.allocated_hypernode = original
+            if best is not None:
+                final = ctx.statement()
+                for kind, task, node in best.placements:
+                    (final.allocate if kind == "allocate" else final.pipeline)(task, node)
+                for task in best.left:
+                    tasks.push(task)
+                for _kind, placed, _node in best.placements:
+                    ctx.fit_errors.pop(placed.uid, None)
+                ctx.job_reasons.pop(job.key, None)
+                return final, best.domain
+    finally:
+        placement.sample = sample
+    for task in pending:
+        tasks.push(task)
+    ctx.job_reasons[job.key] = unplaced_reason(topo, job, pending, tried)
+    return None, ""
+
+
+def domain_gradients(ctx: ActionContext, job: JobInfo) -> list[list[str]]:
+    """The domains to try, grouped by tier, lowest first: those every `hypernode_gradient` rule allows
+    (all of them, from the cluster down; the rules say which); the cluster alone when there is no rule."""
+    rt, topo = ctx.runtime, ctx.state.topology
+    rules = rt.rules("hypernode_gradient")
+    if not rules:
+        return [[hn.CLUSTER_ROOT]]
+    out = []
+    for group in topo.gradients(hn.CLUSTER_ROOT):
+        allowed = [n for n in group if all(rt.ask(rule, job, topo.info(n)) for rule in rules)]
+        if allowed:
+            out.append(allowed)
+    return out
+
+
+def unplaced_reason(topo: SessionTopology, job: JobInfo, pending: list[TaskInfo], tried: list[list[str]]) -> str:
+    """Which domains the gang could not fit in and what would make it fit: the gang's request (its
+    first min_available pending tasks, less what is already placed) against the most idle domain of the
+    lowest tier allowed."""
+    limit = f"network topology (hard, highest tier {job.highest_tier_allowed})"
+    if not tried:
+        return f"{limit}: no HyperNode of an allowed tier holds the job"
+    need_count = max(job.min_available - job.ready_count - job.pipelined_count, 1)
+    need = total(t.resreq for t in pending[:need_count])
+    lowest = tried[0]
+    tier = topo.tree.tier(lowest[0])
+    scarce = _scarcest(need, [topo.info(n).idle for n in lowest])
+    if scarce is None:
+        return (f"{limit}: the gang fits in no domain of tier {tier} ({', '.join(lowest[:5])}"
+                f"{', ...' if len(lowest) > 5 else ''}) nor above within the limit")
+    dim, wanted = scarce
+    most = max(lowest, key=lambda n: topo.info(n).idle.get(dim, 0))
+    has = topo.info(most).idle.get(dim, 0)
+    return (f"{limit}: needs {_amount(dim, wanted)} {dim} under one tier-{tier} HyperNode; the most free is "
+            f"{most} with {_amount(dim, has)}; free {_amount(dim, wanted - has)} more there, or allow a "
+            f"higher tier")
+
+
+def _scarcest(need: Resources, idles: list[Resources]) -> tuple[str, int] | None:
+    """The requested dimension no domain has enough of (the first such, GPUs before cpu and memory)."""
+    dims = sorted((d for d in need if d != "pods" and need.get(d, 0) > 0), key=lambda d: (d in ("cpu", "memory"), d))
+    for dim in dims:
+        if all(idle.get(dim, 0) < need.get(dim, 0) for idle in idles):
+            return dim, need.get(dim, 0)
+    return None
+
+
+def _amount(dim: str, value: int) -> str:
+    """Resources hold milli-units for cpu and extended resources, bytes for memory."""
+    if dim == "memory":
+        return f"{value / 2**30:g}Gi"
+    return f"{value / 1000:g}"
+
+
+def _drain(tasks: Queue[TaskInfo]) -> list[TaskInfo]:
+    out = []
+    while not tasks.empty():
+        out.append(tasks.pop())
+    return out

@@ -1,0 +1,159 @@
+"""The session's network topology: HyperNodes as live DSL objects, and each job's topology settings.
+
+`open_topology` runs once when a session opens (`SessionState`). It resolves the snapshot's HyperNodes
+against the Ready nodes (`model.hypernodes.HyperNodeTree`) and binds what the DSL reads
+(`lang.builtins`): `hypernode` objects (tier, nodes, allocatable, live `used`), `node.hypernode` (the
+node's lowest domain) and `node.hypernodes`, a job's `topology_mode`, `highest_tier_allowed` (a
+`highestTierName` resolved through the HyperNodes' tierName) and `allocated_hypernode`, and the cluster's
+`hypernodes`, `hypernode_tiers`, `min_tier`, `max_tier`.
+
+A job's allocated HyperNode is kept across sessions the way Volcano keeps it since v1.13: rebuilt from
+where its tasks run (the lowest common ancestor of their nodes' domains), with the PodGroup annotation
+`volcano.sh/job-allocated-hypernode` (older releases) as the fallback when none of its tasks is placed.
+
+It decides nothing: `actions.allocate_topology` searches the domains; rules score them.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from vpolicy.model import hypernodes as hn
+from vpolicy.model.resources import ZERO, Resources, total
+from vpolicy.model.snapshot import ALLOCATED_STATUSES
+
+if TYPE_CHECKING:
+    from vpolicy.engine.state import JobInfo, NodeInfo, SessionState
+
+# Volcano's NetworkTopologySpec default for highestTierAllowed when a hard-mode job names no tier.
+DEFAULT_HIGHEST_TIER = 1
+
+
+class HyperNodeInfo:
+    """One domain as rules see it (`hypernode` in the DSL)."""
+
+    def __init__(self, name: str, tier: int, tier_name: str, nodes: list[NodeInfo]):
+        self.name = name
+        self.tier = tier
+        self.tier_name = tier_name
+        self.nodes = nodes
+        self.node_names = [n.name for n in nodes]
+        self.allocatable: Resources = total(n.allocatable for n in nodes) if nodes else ZERO
+        self.children: list[HyperNodeInfo] = []
+        self.parent_name = ""
+
+    @property
+    def used(self) -> Resources:
+        """Requests placed in the domain now (follows every placement of the session)."""
+        return total(n.used for n in self.nodes) if self.nodes else ZERO
+
+    @property
+    def idle(self) -> Resources:
+        return self.allocatable - self.used
+
+    def __repr__(self) -> str:
+        return f"HyperNode({self.name})"
+
+
+class SessionTopology:
+    """The tree and the DSL objects of one session; `rows` gives each domain's node rows."""
+
+    def __init__(self, state: SessionState):
+        snapshot = state.snapshot
+        self.tree = hn.HyperNodeTree(snapshot.hypernodes, ((n.name, n.labels) for n in state.nodes.values()))
+        self.infos: dict[str, HyperNodeInfo] = {}
+        for name, spec in self.tree.hypernodes.items():
+            nodes = [state.nodes[n] for n in sorted(self.tree.real_nodes.get(name, ())) if n in state.nodes]
+            self.infos[name] = HyperNodeInfo(name, spec.tier, spec.tier_name, nodes)
+        for name, info in self.infos.items():
+            info.children = [self.infos[c] for c in self.tree.children.get(name, ()) if c in self.infos]
+            info.parent_name = self.tree.parent.get(name, "")
+        root_nodes = list(state.nodes.values())
+        self.root = HyperNodeInfo(hn.CLUSTER_ROOT, self.tree.max_tier + 1, "", root_nodes)
+        self.root.children = [i for n, i in self.infos.items() if n not in self.tree.parent]
+        self._row = state.arrays.row
+        self._n = len(root_nodes)
+        self._masks: dict[str, np.ndarray] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.infos)
+
+    def info(self, name: str) -> HyperNodeInfo:
+        return self.root if name == hn.CLUSTER_ROOT else self.infos[name]
+
+    def mask(self, name: str) -> np.ndarray:
+        """A node-row mask of the domain's nodes (cached: membership is fixed for the session)."""
+        found = self._masks.get(name)
+        if found is None:
+            found = np.zeros(self._n, dtype=bool)
+            for node in self.info(name).nodes:
+                found[self._row[node.name]] = True
+            self._masks[name] = found
+        return found
+
+    def leaf_of(self, node_name: str) -> str:
+        return self.tree.leaf_of.get(node_name, "")
+
+    def lca(self, a: str, b: str) -> str:
+        return self.tree.lca(a, b)
+
+    def placed_domain(self, job: JobInfo) -> str:
+        """The LCA of the domains of the nodes the job's tasks hold now ("" when none is placed)."""
+        found = ""
+        for task in job.tasks:
+            if task.node_name and task.status in ALLOCATED_STATUSES:
+                leaf = self.leaf_of(task.node_name)
+                if leaf:
+                    found = self.lca(found, leaf)
+        return found
+
+    def gradients(self, root: str) -> list[list[str]]:
+        """The domains under `root` (itself included) grouped by tier, lowest tier first; breadth-first
+        order within a tier, as Volcano's hyperNodeGradientFn lists them."""
+        by_tier: dict[int, list[str]] = {}
+        for name in self.tree.descendants(root):
+            by_tier.setdefault(self.tree.tier(name), []).append(name)
+        return [by_tier[t] for t in sorted(by_tier)]
+
+
+def open_topology(state: SessionState) -> SessionTopology:
+    """Bind the topology to the session's nodes, jobs and cluster (every job and node gets the
+    attributes, so rules read them whether or not the cluster has HyperNodes)."""
+    topo = SessionTopology(state)
+    for node in state.nodes.values():
+        node.hypernode = topo.leaf_of(node.name)
+        node.hypernodes = [topo.infos[a] for a in topo.tree.ancestors(node.hypernode)]
+    for job in state.jobs.values():
+        bind_job(topo, job)
+    cluster = state.cluster
+    cluster.hypernodes = list(topo.infos.values())
+    cluster.min_tier = topo.tree.min_tier
+    cluster.max_tier = topo.tree.max_tier
+    cluster.hypernode_tiers = list(range(topo.tree.min_tier, topo.tree.max_tier + 1)) if topo.enabled else []
+    cluster.topology = topo
+    return topo
+
+
+def bind_job(topo: SessionTopology, job: JobInfo) -> None:
+    spec = job.pg.network_topology
+    job.topology_mode = spec.mode if spec is not None else ""
+    job.highest_tier_allowed = highest_tier(topo.tree, spec)
+    placed = topo.placed_domain(job) if topo.enabled else ""
+    kept = job.pg.annotations.get(hn.ALLOCATED_HYPERNODE_ANNOTATION, "")
+    job.allocated_hypernode = placed or (kept if kept in topo.infos else "")
+
+
+def highest_tier(tree: hn.HyperNodeTree, spec: hn.NetworkTopology | None) -> int:
+    """highestTierAllowed, else the tier `highestTierName` names, else Volcano's default (1); a name no
+    HyperNode carries leaves the default, as Volcano's updateJobTier does (it only logs)."""
+    if spec is None:
+        return 0
+    if spec.highest_tier_allowed is not None:
+        return spec.highest_tier_allowed
+    if spec.highest_tier_name:
+        found = tree.tier_of_name(spec.highest_tier_name)
+        if found is not None:
+            return found
+    return DEFAULT_HIGHEST_TIER
