@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
-from vpolicy.compile import evaluate, ir, pycode, vcode, vectorize
+from vpolicy.compile import evaluate, ir, pycode, relations, vcode, vectorize
 from vpolicy.compile.functions import FUNCTIONS
 from vpolicy.errors import Diagnostic, PolicyError
 from vpolicy.lang import ast
@@ -45,7 +45,8 @@ class CompiledRule:
     # Node rules (predicate, node_order) batched over nodes, or None when only the scalar form exists.
     vector: vectorize.VClosure | None = None
     # What the rule's answer depends on: "static" = the task's spec and the node's fixed fields (cache
-    # per task class), "node" = also node usage (recompute for nodes that changed), "any" = anything.
+    # per task class), "node" = also node usage (recompute for nodes that changed), "pods" = also the
+    # pods placed per topology domain (recompute when a count the task reads changed), "any" = anything.
     depends: str = "any"
     reads: frozenset[str] = frozenset()  # attribute names the rule reads (its cache key is built from them)
     # An order rule that sorts by expressions of a single operand, one after the other (`order_keys_of`):
@@ -397,19 +398,26 @@ def _order_operand(term: ir.Term, params: tuple[str, ...]) -> tuple[ir.Term, boo
 # Attributes a node rule may read and still be cached per task class: the task's spec and the node's
 # fixed fields. Anything else (node usage, job or queue state, task identity) changes within a session.
 _STATIC_ATTRS = frozenset({"allocatable", "labels", "unschedulable", "max_pods", "resreq", "node_selector",
-                           "best_effort", "priority_class_name", "namespace", "role", "total"})
+                           "best_effort", "priority_class_name", "namespace", "role", "total",
+                           # a task's terms and their fields (placement.task_key holds the task's relations)
+                           "pod_affinity", "pod_anti_affinity", "preferred_pod_affinity",
+                           "preferred_pod_anti_affinity", "spread_constraints", "topology_key", "weight",
+                           "max_skew", "min_domains", "when_unsatisfiable"})
 _NODE_ATTRS = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count"})
 
 
 def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]]) -> tuple[str, frozenset[str]]:
-    """'static', 'node' or 'any' (what a node rule's answer depends on, see CompiledRule.depends), and
-    the attribute names it reads."""
+    """'static', 'node', 'pods' or 'any' (what a node rule's answer depends on, see CompiledRule.depends),
+    and the attribute names it reads. 'pods': it also counts placed pods (`compile.relations`)."""
     attrs: set[str] = set()
     seen: set[str] = set()
+    placements: list[str] = []
 
     def walk(t: object) -> None:
         if isinstance(t, ir.GetAttr):
             attrs.add(t.name)
+        if isinstance(t, ir.Apply) and t.func in relations.PLACEMENT_FUNCTIONS:
+            placements.append(t.func)
         if isinstance(t, ir.CallUser) and t.func not in seen and t.func in functions:
             seen.add(t.func)
             walk(functions[t.func][1])
@@ -426,6 +434,10 @@ def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]
                 walk(child)
     walk(term)
     reads = frozenset(attrs)
+    if placements and attrs <= _STATIC_ATTRS | _NODE_ATTRS:
+        return "pods", reads
+    if placements:
+        return "any", reads
     if attrs <= _STATIC_ATTRS:
         return "static", reads
     if attrs <= _STATIC_ATTRS | _NODE_ATTRS:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
-from vpolicy.compile import ir
+from vpolicy.compile import ir, relations
 from vpolicy.compile.evaluate import get_attr as scalar_attr
 from vpolicy.compile.functions import FUNCTIONS
 from vpolicy.model.resources import Resources
@@ -71,8 +71,10 @@ class NodeInfos(Protocol):
 class NodeBatch:
     """A batch of nodes for vectorised rules: columns come from the session's node arrays."""
 
-    def __init__(self, infos: NodeInfos, columns: Callable[[str], ResMatrix], counts: Callable[[str], np.ndarray]):
+    def __init__(self, infos: NodeInfos, columns: Callable[[str], ResMatrix], counts: Callable[[str], np.ndarray],
+                 rows: np.ndarray | None = None):
         self.infos = infos
+        self.rows = rows  # the session's node rows, in batch order (read by compile.relations)
         self.n = len(infos)
         self._columns = columns
         self._counts = counts
@@ -134,6 +136,8 @@ def _binary(op: str, a: Any, b: Any) -> Any:
 
 
 def _vec_function(name: str) -> Callable[..., Any] | None:
+    if name in relations.VECTOR_FUNCTIONS:  # they answer a NodeBatch with an array themselves
+        return relations.FUNCTIONS[name]
     if name == "get":
         return lambda r, k: r.get(k) if isinstance(r, ResMatrix) else r.get(k, 0)
     if name == "floor":

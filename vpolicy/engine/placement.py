@@ -73,6 +73,8 @@ def insufficient(request: Resources, available: Resources) -> list[str]:
 # Task attributes a cacheable rule may read (see compile.lower._STATIC_ATTRS); the cache key of a rule
 # is the values of those it reads, plus the pod's scheduling constraints the matching built-ins read.
 _TASK_KEY_ATTRS = ("resreq", "best_effort", "priority_class_name", "namespace", "role")
+# Node usage attributes: a rule reading one changes as tasks are placed (compile.lower._NODE_ATTRS)
+_USAGE = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count"})
 
 
 # Every spec attribute, for callers that key on "the same kind of task" whatever a rule reads.
@@ -86,7 +88,14 @@ def task_key(task: TaskInfo, reads: frozenset[str]) -> tuple[Any, ...]:
             pod.tolerations)
     # `labels` is also a node field: a rule reading it may read the pod's, so they are part of the key
     labels = (tuple(sorted(task.labels.items())),) if "labels" in reads else ()
-    return spec + labels + tuple(getattr(task, a) for a in _TASK_KEY_ATTRS if a in reads)
+    # the task's terms and which of them it matches itself (engine.pod_relations), () for most tasks
+    return spec + labels + (task.relations.key,) + tuple(getattr(task, a) for a in _TASK_KEY_ATTRS if a in reads)
+
+
+def relation_free(task: TaskInfo) -> bool:
+    """A task with no terms, host ports or placed pods' terms matching it: every rule counting pods
+    (depends "pods") answers it the same all session, so such rules are cached as static ones."""
+    return not task.relations.queries and not task.relations.host_ports
 
 
 def rule_score(rule: CompiledRule, raw: np.ndarray, env: dict[str, Any]) -> np.ndarray:
@@ -170,7 +179,7 @@ class Placement:
         self.predicates = runtime.rules("predicate")
         self._static_predicates = [r for r in self.predicates if r.depends == "static"]
         self._dynamic_predicates = [r for r in self.predicates if r.depends != "static"]
-        self._static_reads = frozenset().union(*(r.reads for r in self._static_predicates))
+        self._static_reads = frozenset().union(*(r.reads for r in self.predicates if r.depends in ("static", "pods")))
         self._static_masks: dict[tuple[Any, ...], np.ndarray] = {}
         self.score_rules = runtime.rules("node_order")
         self._static: dict[tuple[Any, ...], np.ndarray] = {}
@@ -180,6 +189,9 @@ class Placement:
         self._names = [n.name for n in self.node_list]
         self._node_predicates = [r for r in self._dynamic_predicates if r.depends == "node"]
         self._any_predicates = [r for r in self._dynamic_predicates if r.depends == "any"]
+        # rules counting placed pods: static for a relation-free task, recomputed per task otherwise
+        self._pods_predicates = [r for r in self._dynamic_predicates if r.depends == "pods"]
+        self._pods_cached: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray, int]] = {}
         # what a class view is keyed by: what its rules read, and the request its fit checks compare
         self._view_reads = frozenset().union(*(r.reads for r in (*self.predicates, *self.score_rules)), {"resreq"})
         self._start = 0
@@ -217,7 +229,7 @@ class Placement:
             i = a.index.get("pods")
             return a.allocatable[rows, i] if i is not None else np.zeros(len(rows))
 
-        return NodeBatch(_LazyInfos(self.node_list, rows), columns, counts)
+        return NodeBatch(_LazyInfos(self.node_list, rows), columns, counts, rows)
 
     def _eval(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray, batch: NodeBatch | None = None) -> np.ndarray:
         """A rule's answers on `rows` (`batch`: the same rows as a batch, to share its columns)."""
@@ -246,6 +258,8 @@ class Placement:
         """A rule's answers on `rows`, from the cache when the rule allows it."""
         if rule.depends == "any":
             return self._eval(rule, task, rows)
+        if rule.depends == "pods":
+            return self._pods_values(rule, task, rows)
         key = task_key(task, rule.reads)
         if rule.depends == "static":
             ck = (id(rule), key)
@@ -270,6 +284,24 @@ class Placement:
         on_rows = values[rows]
         return on_rows
 
+    def _pods_values(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """A rule counting placed pods on `rows`: kept per task class and node version, and all of it
+        recomputed when a count the class reads has changed (`PodIndex.stamp`)."""
+        ck = (id(rule), task_key(task, rule.reads))
+        stamp = self.state.pod_index.stamp(task)
+        entry = self._pods_cached.get(ck)
+        if entry is None or entry[2] != stamp:
+            n = len(self.node_list)
+            entry = self._pods_cached[ck] = (np.full(n, np.nan), np.full(n, -1, dtype=np.int64), stamp)
+        values, seen, _stamp = entry
+        version = self.arrays.version
+        stale = rows[seen[rows] != version[rows]]
+        if len(stale):
+            values[stale] = self._eval(rule, task, stale)
+            seen[stale] = version[stale]
+        on_rows: np.ndarray = values[rows]
+        return on_rows
+
     # feasibility ----------------------------------------------------------------------------------
     def _static_mask(self, task: TaskInfo) -> np.ndarray:
         """All predicate rules that depend only on the task's spec and fixed node fields, ANDed, per class.
@@ -280,7 +312,8 @@ class Placement:
         mask = self._static_masks.get(key)
         if mask is None:
             mask = np.ones(len(self.node_list), dtype=bool)
-            for rule in self._static_predicates:
+            free = relation_free(task)  # (part of the key: task_key holds the task's relations)
+            for rule in (*self._static_predicates, *(r for r in self._pods_predicates if free and not r.reads & _USAGE)):
                 mask &= self._eval(rule, task, self._all_rows).astype(bool)
             self._static_masks[key] = mask
         return mask
@@ -295,13 +328,15 @@ class Placement:
     def feasible_rows(self, task: TaskInfo, errors: FitErrors) -> np.ndarray:
         """`feasible_nodes` as row indices into the session's node arrays (the fast path)."""
         view = self._view(task)
-        if self._any_predicates:
+        free = relation_free(task)
+        counted = [r for r in self._pods_predicates if not free or r.reads & _USAGE]
+        if self._any_predicates or counted:
             mask = view.feasible.copy()
-            for rule in self._any_predicates:
+            for rule in (*counted, *self._any_predicates):
                 rows = np.flatnonzero(mask)
                 if not len(rows):
                     break
-                mask[rows] &= self._eval(rule, task, rows).astype(bool)
+                mask[rows] &= self._rule_values(rule, task, rows).astype(bool)
             found = np.flatnonzero(mask)
         else:
             if view.found is None:
@@ -379,7 +414,7 @@ class Placement:
         a = self.arrays
         unknown = bool(a.unknown_dims(task.resreq))
         n = len(self.node_list)
-        static_mask = self._static_mask(task) if self._static_predicates else None
+        static_mask = self._static_mask(task) if self._static_predicates or self._pods_predicates else None
         parts = self._score_parts(task)
         needs, wants = self._needs(task)
         view = _ClassView(task, static_mask, parts or [], needs, wants, unknown, np.zeros(n, dtype=bool),
@@ -390,12 +425,16 @@ class Placement:
     def _score_parts(self, task: TaskInfo) -> list[tuple[CompiledRule, np.ndarray | None]] | None:
         """How the view sums node scores for this class, or None when it cannot keep them per node."""
         parts: list[tuple[CompiledRule, np.ndarray | None]] = []
+        free = relation_free(task)
         for rule in self.score_rules:
-            if rule.depends == "any" or (rule.normalize_weight is not None and rule.depends != "static"):
+            if rule.depends == "pods" and not free:
+                return None
+            static = rule.depends == "static" or (rule.depends == "pods" and free and not rule.reads & _USAGE)
+            if rule.depends == "any" or (rule.normalize_weight is not None and not static):
                 return None
             if _always_zero(rule.term):
                 continue
-            if rule.depends == "static":
+            if static:
                 raw = self._rule_values(rule, task, self._all_rows)
                 if rule.normalize_weight is not None and raw.any():
                     return None  # scaled by the candidate group's maximum: no per-node score

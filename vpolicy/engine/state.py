@@ -14,6 +14,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from vpolicy.engine.devices import DeviceLedger
+from vpolicy.engine.pod_relations import NO_TASK_RELATIONS, PodIndex, TaskRelations
 from vpolicy.engine.topology import open_topology
 from vpolicy.model import snapshot as snap
 from vpolicy.model.budgets import PodDisruptionBudget, ResourceQuota
@@ -31,7 +32,7 @@ class TaskInfo:
     __slots__ = ("pod", "job", "status", "node_name", "uid", "name", "namespace", "key", "resreq",
                  "priority", "role", "best_effort", "preemptable", "labels", "annotations", "order_index",
                  "priority_class_name", "node_selector", "original_status", "evicted", "eviction_occurred",
-                 "last_placement", "scheduled_at")
+                 "last_placement", "scheduled_at", "relations")
 
     def __init__(self, pod: snap.Pod, job: "JobInfo | None"):
         self.pod = pod
@@ -61,6 +62,28 @@ class TaskInfo:
         # (allocate | pipeline, node) of the last placement a discarded statement undid: Volcano's
         # LastTransaction, which Statement.Discard keeps, so the pod reads as Schedulable, not Undetermined
         self.last_placement: tuple[str, str] | None = None
+        self.relations: TaskRelations = NO_TASK_RELATIONS  # pod (anti-)affinity and spread, as DSL terms
+
+    # the DSL's term lists (engine.pod_relations fills them when the session's pods have any)
+    @property
+    def pod_affinity(self) -> list[Any]:
+        return self.relations.pod_affinity
+
+    @property
+    def pod_anti_affinity(self) -> list[Any]:
+        return self.relations.pod_anti_affinity
+
+    @property
+    def preferred_pod_affinity(self) -> list[Any]:
+        return self.relations.preferred_pod_affinity
+
+    @property
+    def preferred_pod_anti_affinity(self) -> list[Any]:
+        return self.relations.preferred_pod_anti_affinity
+
+    @property
+    def spread_constraints(self) -> list[Any]:
+        return self.relations.spread_constraints
 
     @property
     def queue(self) -> "QueueInfo | None":
@@ -453,6 +476,7 @@ class SessionState:
         self.devices = DeviceLedger.open(self.nodes)  # GPU card usage, following set_status
         self.cluster = ClusterInfo(self)
         self.arrays = NodeArrays(list(self.nodes.values()), names(p.resreq for p in snapshot.pods))
+        self.pod_index = PodIndex(self)  # pods per topology domain, for affinity and spread rules
         for node in self.nodes.values():
             self._sync_arrays(node)
         self._init_inqueue()
@@ -504,6 +528,7 @@ class SessionState:
         arrays.pod_count[i] = len(node.tasks)
         arrays.version[i] += 1
         arrays.changed.append(i)
+        self.pod_index.move(task, i, sign)
 
     def _sync_arrays(self, node: NodeInfo) -> None:
         arrays = getattr(self, "arrays", None)

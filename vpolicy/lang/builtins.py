@@ -56,6 +56,20 @@ TASK = {
     "node_selector": Attribute("map[string,string]", "pod spec.nodeSelector"),
     "scheduled_at": Attribute("number", "lastTransitionTime of the PodScheduled=True condition, epoch seconds "
                                         "(0 when there is none)"),
+    "pod_affinity": Attribute("list[term]", "required pod affinity terms (each counts pods matching all of them)"),
+    "pod_anti_affinity": Attribute("list[term]", "required pod anti-affinity terms"),
+    "preferred_pod_affinity": Attribute("list[term]", "preferred pod affinity terms (with `weight`)"),
+    "preferred_pod_anti_affinity": Attribute("list[term]", "preferred pod anti-affinity terms (with `weight`)"),
+    "spread_constraints": Attribute("list[term]", "topologySpreadConstraints"),
+}
+
+TERM = {
+    "kind": Attribute("string", "affinity, anti_affinity, preferred_affinity, preferred_anti_affinity or spread"),
+    "topology_key": Attribute("string", "the node label whose values are the term's domains"),
+    "weight": Attribute("int", "a preferred term's weight (0 for others)"),
+    "max_skew": Attribute("int", "a spread constraint's maxSkew"),
+    "min_domains": Attribute("int", "a spread constraint's minDomains (1 when unset)"),
+    "when_unsatisfiable": Attribute("string", "a spread constraint's whenUnsatisfiable: DoNotSchedule or ScheduleAnyway"),
 }
 
 JOB = {
@@ -166,6 +180,7 @@ QUOTA = {
 
 OBJECT_TYPES: dict[str, dict[str, Attribute]] = {
     "task": TASK, "job": JOB, "queue": QUEUE, "node": NODE, "cluster": CLUSTER, "pdb": PDB, "quota": QUOTA,
+    "term": TERM,
 }
 
 # Global names visible in every expression.
@@ -251,6 +266,25 @@ FUNCTIONS: dict[str, Function] = {
     "intolerable_taints": Function(("task", "node", "string"), "int", "count of untolerated taints of an effect"),
     "tolerates_taint": Function(("task", "string", "string"), "bool",
                                 "the pod tolerates a taint of this key and effect, with no value"),
+    # pods per topology domain (vpolicy.compile.relations over engine.pod_relations' index)
+    "pods_in_domain": Function(("term", "node"), "int",
+                               "pods placed in the node's domain of the term's topology key that match the term "
+                               "(0 when the node lacks the key); a spread term counts only the nodes its "
+                               "constraint counts and no terminating pod"),
+    "pods_anywhere": Function(("term",), "int", "pods matching the term in every domain of its key"),
+    "domain_min": Function(("term",), "int",
+                           "the fewest matching pods in any domain the term counts; 0 when it counts fewer "
+                           "domains than its min_domains (kube's global minimum)"),
+    "domain_count": Function(("term",), "int", "how many domains the term counts"),
+    "matches_term": Function(("task", "term"), "bool", "the task itself matches the term (labels and namespace)"),
+    "has_label": Function(("node", "string"), "bool", "the node carries the label key"),
+    "placed_anti_affinity": Function(("task", "node"), "int",
+                                     "placed pods in the node's domains whose required anti-affinity matches the task"),
+    "placed_preferred_affinity": Function(("task", "node"), "int",
+                                          "signed weights of placed pods' preferred (anti-)affinity terms matching "
+                                          "the task, over the node's domains"),
+    "host_ports_free": Function(("task", "node"), "bool",
+                                "no pod on the node holds a host port (IP, protocol, port) the task asks for"),
     "half": Function(("number",), "number", "x / 2 (kept for readability of balanced scores)"),
     "abs": Function(("number",), "number", "absolute value"),
     "floor": Function(("number",), "int", "round down"),

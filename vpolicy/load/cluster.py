@@ -151,8 +151,9 @@ def _build(objects: _Objects, problems: Problems) -> snapshot.ClusterSnapshot:
     groups = _unique(problems, seen, "PodGroup", [(g, g[0].key, g[1].origin) for g in read_groups])
     queues = _unique(problems, seen, "Queue", [(q, q.name, _origin(v)) for v in objects.queues
                                                if (q := kinds.read_queue(v)) is not None])
-    namespaces = _unique(problems, seen, "Namespace", [(m.name, m.name, m.origin) for v in objects.namespaces
-                                                       if (m := kinds.read_meta(v, namespaced=False)) is not None])
+    namespace_metas = _unique(problems, seen, "Namespace", [(m, m.name, m.origin) for v in objects.namespaces
+                                                            if (m := kinds.read_meta(v, namespaced=False)) is not None])
+    namespaces = [m.name for m in namespace_metas]
     jobs = _unique(problems, seen, "Job", [(j, f"{j.meta.namespace}/{j.meta.name}", j.meta.origin)
                                            for v in objects.jobs if (j := vcjob.read_job(v)) is not None])
     hypernodes = _unique(problems, seen, "HyperNode", [(h, h.name, _origin(v)) for v in objects.hypernodes
@@ -168,6 +169,7 @@ def _build(objects: _Objects, problems: Problems) -> snapshot.ClusterSnapshot:
         nodes=tuple(nodes), pods=(*pods, *derived.pods),
         podgroups=(*(g for g, _ in groups), *derived.podgroups),
         queues=_with_default_queues(queues), priority_classes=tuple(classes), namespaces=tuple(namespaces),
+        namespace_labels={m.name: m.labels for m in namespace_metas},
         conf_text=conf.text if conf else None, conf_origin=conf.origin if conf else None,
         conf_line_offset=conf.line_offset if conf else None, conf_col_offset=conf.col_offset if conf else 0,
         warnings=problems.warnings, deferred_pods=derived.deferred_pods, hypernodes=tuple(hypernodes),

@@ -26,9 +26,10 @@ from typing import Mapping
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.scalarstring import LiteralScalarString
 
-from vpolicy.load import topology
+from vpolicy.load import affinity as pod_affinity, topology
 from vpolicy.load.fields import View
 from vpolicy.model import resources, snapshot
+from vpolicy.model.affinity import NO_RELATIONS, PodRelations
 from vpolicy.model.resources import Resources
 from vpolicy.source import Span
 
@@ -78,6 +79,7 @@ class PodSpec:
     preemption_policy: str = "PreemptLowerPriority"
     scheduling_gated: bool = False
     vgpu_limits: tuple[Mapping[str, int], ...] = ()
+    relations: PodRelations = NO_RELATIONS
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +126,7 @@ def read_node(obj: View) -> snapshot.Node | None:
         capacity=Resources(capacity or {}), labels=meta.labels, annotations=meta.annotations,
         taints=tuple(t for t in taints if t is not None),
         unschedulable=spec.flag("unschedulable", default=False) if spec else False,
-        ready=ready, origin=meta.origin)
+        ready=ready, images=pod_affinity.read_node_images(status), origin=meta.origin)
 
 
 def read_pod(obj: View, *, class_values: Mapping[str, int]) -> snapshot.Pod | None:
@@ -147,7 +149,7 @@ def read_pod(obj: View, *, class_values: Mapping[str, int]) -> snapshot.Pod | No
         required_affinity=spec.required_affinity, preferred_affinity=spec.preferred_affinity,
         tolerations=spec.tolerations, creation=meta.creation, preemption_policy=spec.preemption_policy,
         nominated_node=status.text("nominatedNodeName") if status else "",
-        scheduling_gated=spec.scheduling_gated, vgpu_limits=spec.vgpu_limits,
+        scheduling_gated=spec.scheduling_gated, vgpu_limits=spec.vgpu_limits, relations=spec.relations,
         scheduled_at=_scheduled_at(status), origin=meta.origin)
 
 
@@ -193,7 +195,8 @@ def read_pod_spec(spec: View | None) -> PodSpec:
         required_affinity=_required_affinity(spec), preferred_affinity=_preferred_affinity(spec),
         tolerations=tuple(t for t in (_read_toleration(v) for v in spec.mappings("tolerations")) if t),
         preemption_policy=spec.choice("preemptionPolicy", _PREEMPTION_POLICIES, default="PreemptLowerPriority"),
-        scheduling_gated=spec.sequence_length("schedulingGates") > 0, vgpu_limits=tuple(vgpu))
+        scheduling_gated=spec.sequence_length("schedulingGates") > 0, vgpu_limits=tuple(vgpu),
+        relations=pod_affinity.read_relations(spec, containers))
 
 
 def task_status(phase: str, *, node_name: str, deleting: bool) -> snapshot.TaskStatus:

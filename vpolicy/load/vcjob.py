@@ -238,4 +238,5 @@ def _derive_pod(job: Job, task: Task, index: int, group: str, class_values: Mapp
         labels=labels, annotations=annotations, node_selector=spec.node_selector,
         required_affinity=spec.required_affinity, preferred_affinity=spec.preferred_affinity,
         tolerations=spec.tolerations, creation=job.meta.creation, preemption_policy=spec.preemption_policy,
-        scheduling_gated=spec.scheduling_gated, vgpu_limits=spec.vgpu_limits, origin=task.origin)
+        scheduling_gated=spec.scheduling_gated, vgpu_limits=spec.vgpu_limits, relations=spec.relations,
+        origin=task.origin)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from vpolicy.model.budgets import PodDisruptionBudget, ResourceQuota
+from vpolicy.model.affinity import NO_RELATIONS, PodRelations
 from vpolicy.model.hypernodes import HyperNode, NetworkTopology, SubGroupPolicy
 from vpolicy.model.resources import Resources, ZERO
 from vpolicy.source import Span
@@ -115,6 +116,8 @@ class Node:
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     ready: bool = True
+    # status.images: (names, sizeBytes) of each image the node holds, for nodeorder's image locality
+    images: tuple[tuple[tuple[str, ...], int], ...] = ()
     origin: Span | str | None = field(default=None, compare=False)
 
 
@@ -142,6 +145,8 @@ class Pod:
     required_affinity: tuple[NodeSelectorTerm, ...] = ()  # ORed terms; empty = no constraint
     preferred_affinity: tuple[PreferredTerm, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    # pod (anti-)affinity, topology spread, host ports, images: what relates the pod to others
+    relations: PodRelations = NO_RELATIONS
     creation: float = 0.0  # creationTimestamp as epoch seconds
     preemption_policy: str = "PreemptLowerPriority"
     nominated_node: str = ""
@@ -249,6 +254,8 @@ class ClusterSnapshot:
     queues: tuple[Queue, ...] = ()
     priority_classes: tuple[PriorityClass, ...] = ()
     namespaces: tuple[str, ...] = ()
+    # Namespace labels by name, for pod affinity terms' namespaceSelector
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     conf_text: str | None = None  # a volcano-scheduler.conf found in a ConfigMap of the dump
     conf_origin: Span | None = None  # a literal block (`|`): its first content line; else the value
     # Line L, column C of conf_text is dump line L + conf_line_offset, column C + conf_col_offset

@@ -1,0 +1,373 @@
+"""Pods counted per topology domain, kept current as a session places and removes tasks.
+
+This is the runtime side of the DSL's `term` objects (docs/dsl.md, "Pods per topology domain"):
+kube-scheduler's InterPodAffinity and PodTopologySpread ask, for a pod being placed, how many pods that
+match a term (label selector + namespaces) run in the node's domain of a topology key (the nodes sharing
+that label value). Counting that from scratch for each (task, node) costs O(pods) per question; here
+every distinct term of the snapshot becomes a *query* with a per-node count array, updated by one
+addition when a matching pod lands on or leaves a node (Volcano's predicates plugin does the same
+through its AllocateFunc/DeallocateFunc handlers: pipelined and allocated tasks of the session count).
+Domain totals are a `bincount` of those arrays, recomputed only when a query's count changed.
+
+Which pods count: every pod on a node (allocated, pipelined, binding, bound, running, releasing, and
+pods of no job), as kube's NodeInfo.Pods; spread queries skip terminating (Releasing) pods, as
+kube's countPodsMatchSelector does. A required affinity term counts pods that match *all* of its
+owner's required affinity terms (kube's updateWithAffinityTerms).
+
+Symmetry (a placed pod's own required anti-affinity, or preferred (anti-)affinity, matching the
+incoming pod) is kept as *owner* queries: per node, how many placed pods own that term.
+
+The index does not decide anything: rules in policies/volcano/predicates.vpol and nodeorder.vpol do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+import numpy as np
+
+from vpolicy.model import affinity
+from vpolicy.model.snapshot import TaskStatus
+
+if TYPE_CHECKING:
+    from vpolicy.engine.state import NodeInfo, SessionState, TaskInfo
+
+# A selector with the namespaces it applies to (None: every namespace).
+Scope = tuple[affinity.LabelSelector | None, "frozenset[str] | None"]
+
+AFFINITY, ANTI_AFFINITY, PREFERRED_AFFINITY, PREFERRED_ANTI_AFFINITY, SPREAD = (
+    "affinity", "anti_affinity", "preferred_affinity", "preferred_anti_affinity", "spread")
+
+
+@dataclass(frozen=True, slots=True)
+class QueryKey:
+    """What a count counts: pods matching every scope, per value of `topology_key`."""
+
+    scopes: tuple[Scope, ...]
+    topology_key: str
+    skip_terminating: bool = False
+
+
+class Term:
+    """A DSL `term`: one pod affinity / anti-affinity term or topology spread constraint of a task,
+    bound to the session's index (the `pods_in_domain` family of built-ins reads it)."""
+
+    __slots__ = ("kind", "topology_key", "weight", "max_skew", "min_domains", "when_unsatisfiable",
+                 "query", "eligible", "index")
+
+    def __init__(self, kind: str, topology_key: str, query: int, index: "PodIndex", *, weight: int = 0,
+                 max_skew: int = 0, min_domains: int = 1, when_unsatisfiable: str = "",
+                 eligible: np.ndarray | None = None):
+        self.kind = kind
+        self.topology_key = topology_key
+        self.weight = weight
+        self.max_skew = max_skew
+        self.min_domains = min_domains
+        self.when_unsatisfiable = when_unsatisfiable
+        self.query = query
+        self.eligible = eligible  # spread: the rows whose pods count (node inclusion policies, keys)
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"Term({self.kind}, {self.topology_key})"
+
+
+class TaskRelations:
+    """A task's terms as DSL objects, and what the index knows of the task as an incoming pod."""
+
+    __slots__ = ("pod_affinity", "pod_anti_affinity", "preferred_pod_affinity", "preferred_pod_anti_affinity",
+                 "spread_constraints", "host_ports", "anti_owners", "preferred_owners", "queries", "key", "index")
+
+    def __init__(self) -> None:
+        self.pod_affinity: list[Term] = []
+        self.pod_anti_affinity: list[Term] = []
+        self.preferred_pod_affinity: list[Term] = []
+        self.preferred_pod_anti_affinity: list[Term] = []
+        self.spread_constraints: list[Term] = []
+        self.host_ports: tuple[affinity.HostPort, ...] = ()
+        self.anti_owners: tuple[int, ...] = ()  # owner queries whose required anti-affinity matches this task
+        self.preferred_owners: tuple[tuple[int, int], ...] = ()  # (owner query, signed weight)
+        self.queries: tuple[int, ...] = ()  # every query the task's answers read (for `stamp`)
+        self.key: tuple[Any, ...] = ()  # what distinguishes the task's answers from another's
+        self.index: PodIndex | None = None
+
+
+NO_TASK_RELATIONS = TaskRelations()
+
+
+class PodIndex:
+    """Per-node counts of pods matching each query of the session, and the domains of each key."""
+
+    def __init__(self, state: "SessionState"):
+        snapshot = state.snapshot
+        self.nodes: list[NodeInfo] = list(state.nodes.values())
+        self.row = {n.name: i for i, n in enumerate(self.nodes)}
+        self.namespace_labels: Mapping[str, Mapping[str, str]] = snapshot.namespace_labels
+        self.all_namespaces = frozenset(snapshot.namespaces) | {p.namespace for p in snapshot.pods}
+        self.queries: dict[QueryKey, int] = {}
+        self.keys: list[QueryKey] = []
+        self.counts: list[np.ndarray] = []
+        self.versions: list[int] = []
+        self._domains: dict[str, tuple[np.ndarray, int]] = {}
+        self._sums: dict[tuple[int, int], tuple[int, np.ndarray]] = {}  # (query, mask id) -> (version, sums)
+        self._masks: dict[int, np.ndarray] = {}
+        # per placed-pod query membership: pod uid -> queries the pod adds to (as a match or as an owner)
+        self._member: dict[str, tuple[int, ...]] = {}
+        self._owner_queries: list[tuple[str, int, int]] = []  # (kind, query, weight) owned by some pod
+        self._owned: dict[str, list[int]] = {}  # pod uid -> owner queries it owns
+        tasks = [*state.tasks.values(), *state.other_pods]
+        self.active = any(t.pod.relations.has_terms() or t.pod.relations.host_ports for t in tasks)
+        if not self.active:
+            return
+        for task in tasks:
+            self._register_owner(task)
+        for task in tasks:
+            task.relations = self._relations_of(task)
+        for node in self.nodes:
+            for task in node.tasks:
+                self._count(task, self.row[node.name], 1)
+
+    # building ------------------------------------------------------------------------------------
+    def _scope(self, owner_ns: str, selector: affinity.LabelSelector | None, namespaces: Iterable[str],
+               ns_selector: affinity.LabelSelector | None) -> Scope:
+        """kube's AffinityTerm: the owner's namespace when neither namespaces nor a selector is given;
+        an empty namespaceSelector means every namespace."""
+        names = frozenset(namespaces)
+        if ns_selector is None:
+            return selector, names or frozenset({owner_ns})
+        if not ns_selector.match_labels and not ns_selector.match_expressions:
+            return selector, None
+        chosen = {ns for ns in self.all_namespaces if ns_selector.matches(self.namespace_labels.get(ns, {}))}
+        return selector, frozenset(names | chosen)
+
+    def _query(self, key: QueryKey) -> int:
+        found = self.queries.get(key)
+        if found is None:
+            found = self.queries[key] = len(self.keys)
+            self.keys.append(key)
+            self.counts.append(np.zeros(len(self.nodes)))
+            self.versions.append(0)
+        return found
+
+    def _term_scope(self, task: "TaskInfo", t: affinity.PodAffinityTerm) -> Scope:
+        return self._scope(task.namespace, t.selector, t.namespaces, t.namespace_selector)
+
+    def _register_owner(self, task: "TaskInfo") -> None:
+        """Queries counting placed pods that own a term which may match an incoming pod (symmetry)."""
+        rel = task.pod.relations
+        owned = []
+        for kind, terms, sign in ((ANTI_AFFINITY, rel.required_anti_affinity, 0),
+                                  (PREFERRED_AFFINITY, rel.preferred_affinity, 1),
+                                  (PREFERRED_ANTI_AFFINITY, rel.preferred_anti_affinity, -1)):
+            for t in terms:
+                q = self._query(QueryKey((("owner", kind, t.weight * sign), self._term_scope(task, t)),  # type: ignore[arg-type]  # reason: an owner query's first scope is its tag
+                                         t.topology_key))
+                owned.append(q)
+                if (kind, q, t.weight * sign) not in self._owner_queries:
+                    self._owner_queries.append((kind, q, t.weight * sign))
+        if owned:
+            self._owned[task.uid] = owned
+
+    def _relations_of(self, task: "TaskInfo") -> TaskRelations:
+        rel = task.pod.relations
+        out = TaskRelations()
+        out.index = self
+        ns = task.namespace
+        if rel.required_affinity:
+            scopes = tuple(self._term_scope(task, t) for t in rel.required_affinity)
+            out.pod_affinity = [Term(AFFINITY, t.topology_key, self._query(QueryKey(scopes, t.topology_key)), self)
+                                for t in rel.required_affinity]
+        for kind, terms, target in ((ANTI_AFFINITY, rel.required_anti_affinity, out.pod_anti_affinity),
+                                    (PREFERRED_AFFINITY, rel.preferred_affinity, out.preferred_pod_affinity),
+                                    (PREFERRED_ANTI_AFFINITY, rel.preferred_anti_affinity,
+                                     out.preferred_pod_anti_affinity)):
+            for t in terms:
+                q = self._query(QueryKey((self._term_scope(task, t),), t.topology_key))
+                target.append(Term(kind, t.topology_key, q, self, weight=t.weight))
+        for c in rel.spread:
+            selector = _with_label_keys(c.selector, c.match_label_keys, task.labels)
+            q = self._query(QueryKey(((selector, frozenset({ns})),), c.topology_key, skip_terminating=True))
+            same = [x.topology_key for x in rel.spread if x.when_unsatisfiable == c.when_unsatisfiable]
+            out.spread_constraints.append(Term(
+                SPREAD, c.topology_key, q, self, max_skew=c.max_skew, min_domains=c.min_domains,
+                when_unsatisfiable=c.when_unsatisfiable, eligible=self._eligible(task, c, same)))
+        out.host_ports = rel.host_ports
+        out.anti_owners = tuple(q for kind, q, _w in self._owner_queries
+                                if kind == ANTI_AFFINITY and self._matches(task, self.keys[q].scopes[1:]))
+        out.preferred_owners = tuple((q, w) for kind, q, w in self._owner_queries
+                                     if kind != ANTI_AFFINITY and self._matches(task, self.keys[q].scopes[1:]))
+        own = [t.query for t in (*out.pod_affinity, *out.pod_anti_affinity, *out.preferred_pod_affinity,
+                                 *out.preferred_pod_anti_affinity, *out.spread_constraints)]
+        out.queries = tuple(dict.fromkeys([*own, *out.anti_owners, *(q for q, _w in out.preferred_owners)]))
+        if not out.queries and not out.host_ports:
+            return NO_TASK_RELATIONS
+        matched = tuple(q for q in own if self._matches(task, self.keys[q].scopes))
+        out.key = (out.queries, matched, out.host_ports,
+                   tuple(id(t.eligible) for t in out.spread_constraints))
+        return out
+
+    def _eligible(self, task: "TaskInfo", c: affinity.SpreadConstraint, keys: list[str]) -> np.ndarray:
+        """Rows whose pods a spread constraint counts: nodes with every topology key of the pod's
+        constraints of the same kind, passing the pod's node affinity (nodeAffinityPolicy Honor) and,
+        with nodeTaintsPolicy Honor, tolerating its NoSchedule/NoExecute taints."""
+        from vpolicy.compile import functions  # the same matching the predicates use
+
+        mask = np.array([all(k in n.labels for k in keys) for n in self.nodes], dtype=bool)
+        if c.node_affinity_policy == "Honor":
+            mask &= [functions.matches_node_selector(task, n) and functions.matches_required_affinity(task, n)
+                     for n in self.nodes]
+        if c.node_taints_policy == "Honor":
+            mask &= [functions.tolerates_taints(task, n, ("NoSchedule", "NoExecute")) for n in self.nodes]
+        for known in self._masks.values():  # one array per distinct mask: its id keys the domain sums
+            if np.array_equal(known, mask):
+                return known
+        self._masks[id(mask)] = mask
+        return mask
+
+    # matching ------------------------------------------------------------------------------------
+    def _matches(self, task: "TaskInfo", scopes: Iterable[Scope]) -> bool:
+        for selector, namespaces in scopes:
+            if namespaces is not None and task.namespace not in namespaces:
+                return False
+            if not affinity.selector_matches(selector, task.labels):
+                return False
+        return True
+
+    def _membership(self, task: "TaskInfo") -> tuple[int, ...]:
+        found = self._member.get(task.uid)
+        if found is None:
+            found = tuple(q for q, key in enumerate(self.keys)
+                          if not _is_owner(key) and self._matches(task, key.scopes))
+            found += tuple(self._owned.get(task.uid, ()))
+            self._member[task.uid] = found
+        return found
+
+    # placements ----------------------------------------------------------------------------------
+    def move(self, task: "TaskInfo", row: int, sign: int) -> None:
+        """A task was added to (sign 1) or removed from (-1) the node at `row`."""
+        if not self.active:
+            return
+        terminating = task.status is TaskStatus.RELEASING
+        for q in self._membership(task):
+            if terminating and self.keys[q].skip_terminating:
+                continue
+            self.counts[q][row] += sign
+            self.versions[q] += 1
+
+    def _count(self, task: "TaskInfo", row: int, sign: int) -> None:
+        self.move(task, row, sign)
+
+    def stamp(self, task: "TaskInfo") -> int:
+        """Grows whenever a count the task's answers read changes (0 for a task without relations)."""
+        versions = self.versions
+        return sum(versions[q] for q in task.relations.queries)
+
+    # domains -------------------------------------------------------------------------------------
+    def domains(self, key: str) -> tuple[np.ndarray, int]:
+        """Each row's domain id for a topology key (-1: the node lacks the label), and how many."""
+        found = self._domains.get(key)
+        if found is None:
+            ids: dict[str, int] = {}
+            dom = np.array([ids.setdefault(n.labels[key], len(ids)) if key in n.labels else -1
+                            for n in self.nodes], dtype=np.int64)
+            found = self._domains[key] = (dom, len(ids))
+        return found
+
+    def _domain_sums(self, query: int, key: str, mask: np.ndarray | None) -> np.ndarray:
+        """Pods matching `query` per domain of `key`, over the rows in `mask` (all rows: None)."""
+        cache_key = (query, 0 if mask is None else id(mask))
+        found = self._sums.get(cache_key)
+        version = self.versions[query]
+        if found is not None and found[0] == version:
+            return found[1]
+        dom, n = self.domains(key)
+        valid = dom >= 0 if mask is None else (dom >= 0) & mask
+        sums = np.bincount(dom[valid], weights=self.counts[query][valid], minlength=n)
+        self._sums[cache_key] = (version, sums)
+        return sums
+
+    def _present(self, key: str, mask: np.ndarray | None) -> np.ndarray:
+        """Which domains of `key` have at least one row in `mask`."""
+        dom, n = self.domains(key)
+        valid = dom >= 0 if mask is None else (dom >= 0) & mask
+        present = np.zeros(n, dtype=bool)
+        present[dom[valid]] = True
+        return present
+
+    # what the DSL's built-ins answer --------------------------------------------------------------
+    def in_domain(self, term: Term, rows: np.ndarray) -> np.ndarray:
+        """Pods matching the term in each row's domain of its key (0 where the node lacks the key)."""
+        dom, _n = self.domains(term.topology_key)
+        sums = self._domain_sums(term.query, term.topology_key, term.eligible)
+        d = dom[rows]
+        return np.where(d >= 0, sums[np.maximum(d, 0)] if len(sums) else 0, 0)
+
+    def anywhere(self, term: Term) -> int:
+        return int(self._domain_sums(term.query, term.topology_key, term.eligible).sum())
+
+    def domain_min(self, term: Term) -> int:
+        """kube's global minimum for a spread constraint: the fewest matching pods in any domain the
+        constraint counts, or 0 when it counts fewer domains than minDomains."""
+        present = self._present(term.topology_key, term.eligible)
+        if int(present.sum()) < term.min_domains:
+            return 0
+        sums = self._domain_sums(term.query, term.topology_key, term.eligible)
+        return int(sums[present].min())
+
+    def domain_count(self, term: Term) -> int:
+        """How many domains the term counts (nodes it counts that carry its key)."""
+        return int(self._present(term.topology_key, term.eligible).sum())
+
+    def matches(self, task: "TaskInfo", term: Term) -> bool:
+        return self._matches(task, self.keys[term.query].scopes)
+
+    def owners_in_domain(self, task: "TaskInfo", rows: np.ndarray) -> np.ndarray:
+        """Placed pods whose required anti-affinity term matches the task, in each row's domain."""
+        out = np.zeros(len(rows))
+        for q in task.relations.anti_owners:
+            key = self.keys[q].topology_key
+            dom, _n = self.domains(key)
+            sums = self._domain_sums(q, key, None)
+            d = dom[rows]
+            if len(sums):
+                out += np.where(d >= 0, sums[np.maximum(d, 0)], 0)
+        return out
+
+    def owner_preference(self, task: "TaskInfo", rows: np.ndarray) -> np.ndarray:
+        """Sum of signed weights of placed pods' preferred (anti-)affinity terms matching the task,
+        over each row's domain (kube's processExistingPod, the existing pod's side)."""
+        out = np.zeros(len(rows))
+        for q, weight in task.relations.preferred_owners:
+            key = self.keys[q].topology_key
+            dom, _n = self.domains(key)
+            sums = self._domain_sums(q, key, None)
+            d = dom[rows]
+            if len(sums):
+                out += weight * np.where(d >= 0, sums[np.maximum(d, 0)], 0)
+        return out
+
+    def ports_free(self, task: "TaskInfo", rows: np.ndarray) -> np.ndarray:
+        """No pod on the node uses a host port that conflicts with one of the task's."""
+        wanted = task.relations.host_ports
+        out = np.ones(len(rows), dtype=bool)
+        if not wanted:
+            return out
+        for k, i in enumerate(rows.tolist()):
+            used = [p for other in self.nodes[i].tasks if other is not task for p in other.pod.relations.host_ports]
+            out[k] = not any(w.conflicts(u) for w in wanted for u in used)
+        return out
+
+
+def _is_owner(key: QueryKey) -> bool:
+    first = key.scopes[0] if key.scopes else None
+    return isinstance(first, tuple) and len(first) == 3 and first[0] == "owner"
+
+
+def _with_label_keys(selector: affinity.LabelSelector | None, keys: tuple[str, ...],
+                     labels: Mapping[str, str]) -> affinity.LabelSelector | None:
+    """matchLabelKeys: each key the pod carries adds `key In [its value]` to the selector."""
+    if selector is None or not keys:
+        return selector
+    extra = tuple(affinity.Requirement(k, "In", (labels[k],)) for k in keys if k in labels)
+    return affinity.LabelSelector(selector.match_labels, selector.match_expressions + extra)
+
