@@ -110,8 +110,10 @@ class _Lowerer:
         value: Any = self.arguments
         for key in path:
             if not isinstance(value, Mapping):
+                return None
             value = value.get(key)
         return value
+
     def _argument_at(self, path: Any, default: Any) -> Any:
         raw = self._nested(path)
         if raw is None or isinstance(raw, (bool, Mapping, list)):
@@ -120,12 +122,15 @@ class _Lowerer:
             return float(raw)
         except (TypeError, ValueError):
             return default
+
     def _argument_text_at(self, path: Any, default: Any) -> Any:
         raw = self._nested(path)
         return default if raw is None or isinstance(raw, (Mapping, list)) else str(raw)
+
     def _argument_keys(self, path: Any) -> list[str]:
         raw = self._nested(path)
         return [str(k) for k in raw] if isinstance(raw, Mapping) else []
+
     def run(self) -> CompiledModule:
         out = CompiledModule(name=self.module.name, file=self.module.file)
         for decl in self.module.decls:

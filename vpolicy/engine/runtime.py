@@ -498,6 +498,24 @@ class Runtime:
         return [], None
 
 
+    def evictable(self, kind: str, job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Volcano's UnifiedEvictable (gangpreempt, gangreclaim): as `victims`, intersection within a
+        tier and the first tier with victims deciding; no rule at all allows nothing."""
+        victims: list[TaskInfo] | None = None
+        for tier in self._by_callback["evictable"]:
+            for _plugin, rules in tier:
+                for rule in rules:
+                    result = self._call(rule, kind, job, candidates)
+                    if victims is None:
+                        victims = list(result)
+                    else:
+                        ids = {t.uid for t in result}
+                        victims = [v for v in victims if v.uid in ids]
+            if victims:
+                return victims
+            victims = None
+        return []
+
     def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
         """Volcano's VictimTasks (shuffle): the union of the tier's rules' answers, in first-seen order;
         the first tier whose rules name any victim decides."""

@@ -10,8 +10,8 @@ import gc
 import time
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping, Sequence
 
 from vpolicy.engine.actions import ACTIONS
 from vpolicy.engine.actions.context import ActionContext
@@ -45,6 +45,8 @@ class CompiledPolicy:
     # what loading the policy warned about, one line each (a plugin or setting of the conf that is not
     # implemented and was left out): the decisions may differ from Volcano's there, so tools show them
     warnings: tuple[str, ...] = ()
+    # the conf's `configurations`: action name -> its arguments (gangpreempt's allowWholeBundle, ...)
+    action_arguments: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -94,7 +96,7 @@ def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: floa
     runtime = Runtime(policy.tiers, state, now=now)
     outcome = Outcome()
     ctx = ActionContext(runtime, state, Placement(runtime, state), outcome, policy.actions,
-                        mode=optimize.check_mode(mode or policy.mode))
+                        mode=optimize.check_mode(mode or policy.mode), action_arguments=policy.action_arguments)
     if ctx.optimize:
         optimize.configure(ctx.placement, policy.actions)
         ctx.budget_left = policy.optimize_budget_s

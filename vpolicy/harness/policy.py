@@ -31,7 +31,7 @@ from vpolicy.model import conf as conf_model
 from vpolicy.model import durations
 from vpolicy.model.snapshot import ClusterSnapshot
 
-KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle")
+KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle", "gangpreempt", "gangreclaim")
 BAD_ARGUMENT = "compile.bad-argument"  # the compiler's own code for it, so both read the same
 # Built-ins that read inside a nested mapping argument by a path of keys (`argument_at([...], d)`).
 _NESTED_READERS = frozenset({"argument_at", "argument_text_at", "argument_keys"})
@@ -115,6 +115,7 @@ def from_conf(conf: conf_model.SchedulerConf) -> CompiledPolicy:
         raise PolicyError(errors)
     warnings = (*conf.warnings, *(d.one_line() for d in diags))
     return CompiledPolicy(actions, tuple(tiers), source=conf.source, mode=mode, optimize_budget_s=budget,
+                          action_arguments=dict(conf.configurations),
                           warnings=warnings)
 
 

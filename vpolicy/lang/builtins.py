@@ -218,6 +218,10 @@ CALLBACKS: dict[str, Callback] = {
                             "enablePreemptable", "tier-intersection", "victims this plugin allows"),
     "reclaimable": Callback((("reclaimer", "task"), ("candidates", "list[task]")), "list[task]",
                             "enableReclaimable", "tier-intersection", "victims this plugin allows"),
+    "evictable": Callback((("kind", "string"), ("job", "job"), ("candidates", "list[task]")), "list[task]", None,
+                          "tier-intersection",
+                          "victims a gang eviction may take for the starving job (`kind`: gangpreempt or "
+                          "gangreclaim; Volcano's UnifiedEvictable)"),
     "victim_tasks": Callback((("tasks", "list[task]"),), "list[task]", "enabledVictim", "tier-union",
                              "of the running tasks, those to evict (shuffle); the first tier with any decides"),
 }

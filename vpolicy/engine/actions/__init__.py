@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from vpolicy.engine.actions import allocate, backfill, enqueue, preempt, reclaim, shuffle
+from vpolicy.engine.actions import allocate, backfill, enqueue, gangpreempt, gangreclaim, preempt, reclaim, shuffle
 from vpolicy.engine.actions.context import ActionContext
 
 ACTIONS: dict[str, Callable[[ActionContext], None]] = {
@@ -18,4 +18,6 @@ ACTIONS: dict[str, Callable[[ActionContext], None]] = {
     "preempt": preempt.run,
     "reclaim": reclaim.run,
     "shuffle": shuffle.run,
+    "gangpreempt": gangpreempt.run,
+    "gangreclaim": gangreclaim.run,
 }

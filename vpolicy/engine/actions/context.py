@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 from vpolicy.engine.placement import FitErrors, Placement
 from vpolicy.engine.runtime import Runtime
@@ -25,6 +25,8 @@ class ActionContext:
     outcome: Outcome
     actions: tuple[str, ...]
     mode: str = "volcano"  # "optimize": choices among feasible nodes and victims by engine.optimize
+    # the conf's `configurations`: action name -> its arguments
+    action_arguments: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     # what is left of the session budget (`CompiledPolicy.optimize_budget_s`, the time optimize's own
     # runs of evicting actions may take together), and the perf_counter() time after which the run in
     # progress stops and Volcano's run of its action is kept; None: no limit

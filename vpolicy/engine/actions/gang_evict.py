@@ -1,0 +1,224 @@
+"""What gangpreempt and gangreclaim share (Volcano's actions/gangevict): victims chosen in job-level
+bundles so that a starving gang is placed whole, or nothing is evicted.
+
+A starving job's pending tasks are its demand. Each victim job's candidate tasks split into a *safe*
+bundle (tasks it can lose and stay gang-ready: its surplus over minAvailable and over each role's
+minTaskMember) and a *whole* bundle (the rest: evicting them breaks the job). Bundles are ordered safe
+first, then by the action's victim order (jobs, or queues), then by how much of the demand they cover
+per resource they destroy (a safe bundle destroys nothing beyond itself), then by uid. The policy's
+`evictable` rules (Volcano's UnifiedEvictable: gang permits every candidate, capacity keeps queues'
+guarantee and deserved on reclaim) filter the candidates: a whole bundle survives only entire. Bundles are then taken cumulatively until the
+cluster's idle plus releasing resources plus the victims' requests cover the demand; at each such
+point the victims are evicted on trial and every pending task pipelined (allocatable, predicates,
+FutureIdle fit, best node by the policy's scores); the attempt stands only when the job is then
+pipelined, else it is undone and the next bundle added.
+
+Deliberately left out, as this engine has no HyperNodes or sub-jobs here: Volcano's candidate domains
+(`maxDomains`) are the whole cluster, a job is one sub-job, and a hard network topology is not
+searched.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cmp_to_key
+from typing import Callable
+
+from vpolicy.engine.actions.context import ActionContext
+from vpolicy.engine.placement import fits
+from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
+from vpolicy.engine.statement import Statement
+from vpolicy.model.resources import PODS, Resources, ZERO, total
+from vpolicy.model.snapshot import ALLOCATED_STATUSES, PREEMPTABLE_KEY, TaskStatus
+
+SAFE, WHOLE = 0, 1
+ALLOW_WHOLE_BUNDLE = "allowWholeBundle"  # the actions' argument: may whole-job bundles be taken
+
+
+@dataclass(slots=True)
+class Bundle:
+    kind: int  # SAFE or WHOLE
+    job: JobInfo
+    tasks: list[TaskInfo]
+    local: Resources  # what evicting the bundle frees
+    destroyed: Resources  # what it costs beyond that: the whole job's requests for a whole bundle
+
+
+def allow_whole_bundle(ctx: ActionContext, action: str) -> bool:
+    """The action's `allowWholeBundle` argument (default true); a value that is not a boolean keeps the
+    default, as Volcano's GetBool does."""
+    value = ctx.action_arguments.get(action, {}).get(ALLOW_WHOLE_BUNDLE)
+    return value if isinstance(value, bool) else True
+
+
+def starving_jobs(ctx: ActionContext) -> tuple[list[QueueInfo], dict[str, list[JobInfo]]]:
+    """The queues of the schedulable jobs and, per queue, its starving jobs (in no order yet)."""
+    queues: dict[str, QueueInfo] = {}
+    starving: dict[str, list[JobInfo]] = {}
+    for job in ctx.schedulable_jobs():
+        queues.setdefault(job.queue.name, job.queue)
+        if ctx.runtime.job_starving(job):
+            starving.setdefault(job.queue.name, []).append(job)
+    return list(queues.values()), starving
+
+
+def pending_demand(ctx: ActionContext, job: JobInfo) -> list[TaskInfo]:
+    """The job's pending tasks that ask for something, not gated, in task order (the worksheet)."""
+    pending = [t for t in job.tasks if t.status is TaskStatus.PENDING and not t.pod.scheduling_gated
+               and not t.best_effort]
+    queue = ctx.runtime.task_queue(pending)
+    out = []
+    while not queue.empty():
+        out.append(queue.pop())
+    return out
+
+
+def gang_evictable_job(job: JobInfo) -> bool:
+    """IsJobPreemptableForGangEviction: a PodGroup that says `volcano.sh/preemptable` (annotation, else
+    label) is taken at its word (a value that is no boolean reads false); one that says nothing may be."""
+    raw = job.pg.annotations.get(PREEMPTABLE_KEY, job.pg.labels.get(PREEMPTABLE_KEY))
+    if raw is None:
+        return True
+    return raw.strip().lower() in ("1", "t", "true")
+
+
+def job_bundles(job: JobInfo, candidates: list[TaskInfo]) -> list[Bundle]:
+    """CreateJobBundles: the job's candidates split into what it can lose and stay gang-ready (safe)
+    and the rest (whole), lowest task priority first."""
+    tasks = sorted(candidates, key=lambda t: (t.priority, t.uid))
+    surplus = job.ready_count + job.pending_best_effort_count - job.min_available
+    if surplus < 0:  # not gang-ready already: evicting more breaks nothing more
+        return [Bundle(SAFE, job, tasks, total(t.resreq for t in tasks), ZERO)]
+    role_surplus: dict[str, int] = {}
+    if job.min_available >= sum(job.min_task_member.values()):
+        ready: dict[str, int] = {}
+        for t in job.tasks:
+            if t.status in ALLOCATED_STATUSES or t.status is TaskStatus.SUCCEEDED or (
+                    t.status is TaskStatus.PENDING and t.best_effort):
+                ready[t.role] = ready.get(t.role, 0) + 1
+        role_surplus = {role: ready.get(role, 0) - least for role, least in job.min_task_member.items()}
+    safe, whole = [], []
+    for t in tasks:
+        role_safe = t.role not in role_surplus or role_surplus[t.role] > 0
+        if surplus > 0 and role_safe:
+            safe.append(t)
+            surplus -= 1
+            if t.role in role_surplus:
+                role_surplus[t.role] -= 1
+        else:
+            whole.append(t)
+    bundles = []
+    if safe:
+        bundles.append(Bundle(SAFE, job, safe, total(t.resreq for t in safe), ZERO))
+    if whole:
+        bundles.append(Bundle(WHOLE, job, whole, total(t.resreq for t in whole), total(t.resreq for t in job.tasks)))
+    return bundles
+
+
+def sort_bundles(bundles: list[Bundle], need: Resources, victim_first: Callable[[Bundle, Bundle], bool] | None
+                 ) -> list[Bundle]:
+    """SortBundlesForPreempt / ForReclaim: safe first; then the action's victim order where it tells the
+    two apart; then the most demand covered per resource destroyed; then job uid, first task uid, size."""
+    def cmp(a: Bundle, b: Bundle) -> int:
+        if a.kind != b.kind:
+            return a.kind - b.kind
+        if victim_first is not None and a.job is not b.job:
+            ab, ba = victim_first(a, b), victim_first(b, a)
+            if ab != ba:
+                return -1 if ab else 1
+        ra, rb = _roi(a, need), _roi(b, need)
+        if ra != rb:
+            return -1 if ra > rb else 1
+        ka = (a.job.uid, a.tasks[0].uid if a.tasks else "", len(a.tasks))
+        kb = (b.job.uid, b.tasks[0].uid if b.tasks else "", len(b.tasks))
+        return -1 if ka < kb else (1 if ka > kb else 0)
+    return sorted(bundles, key=cmp_to_key(cmp))
+
+
+def allowed_bundles(bundles: list[Bundle], allowed: set[str], *, allow_whole: bool) -> list[Bundle]:
+    """ApplyAllowedTasks: a safe bundle keeps its allowed tasks, a whole one survives only entire;
+    whole bundles are dropped when the action's allowWholeBundle is false."""
+    out = []
+    for b in bundles:
+        kept = [t for t in b.tasks if t.uid in allowed]
+        if b.kind == WHOLE:
+            if allow_whole and kept and len(kept) == len(b.tasks):
+                out.append(b)
+        elif kept:
+            out.append(Bundle(SAFE, b.job, kept, total(t.resreq for t in kept), ZERO))
+    return out
+
+
+def place_with_victims(ctx: ActionContext, stmt: Statement, job: JobInfo, queue: QueueInfo, bundles: list[Bundle],
+                       pending: list[TaskInfo], *, action: str) -> bool:
+    """Take bundles cumulatively; once they could cover the demand, try evicting them all and pipelining
+    every pending task. The first attempt that leaves the job pipelined stays in `stmt`."""
+    need = total(t.resreq for t in pending)
+    nodes = list(ctx.state.nodes.values())
+    room = total(n.idle + n.releasing for n in nodes)
+    chosen: list[TaskInfo] = []
+    for bundle in bundles:
+        chosen.extend(bundle.tasks)
+        if not fits(need, room + total(t.resreq for t in chosen)):
+            continue
+        trial = ctx.statement()
+        if _nominate(ctx, trial, job, queue, chosen, pending, action=action):
+            stmt.merge(trial)
+            return True
+        trial.discard()
+    return False
+
+
+def _nominate(ctx: ActionContext, trial: Statement, job: JobInfo, queue: QueueInfo, victims: list[TaskInfo],
+              pending: list[TaskInfo], *, action: str) -> bool:
+    """BuildNominationPlanInDomain for one domain and one sub-job: evict, then pipeline each task."""
+    rt, placement = ctx.runtime, ctx.placement
+    rules = rt.rules("evictable")
+    rule = rules[0].label.location if rules else ""
+    for victim in victims:
+        if victim.status is TaskStatus.RUNNING or victim.status is TaskStatus.BOUND:
+            trial.evict(victim, action=action, for_job=job.key, rule=rule)
+    for task in pending:
+        if task.status is not TaskStatus.PENDING:
+            continue
+        if not rt.allocatable(queue, task):
+            return False
+        rows = placement.preempt_rows(task)
+        candidates = [n for n in (placement.node_list[r] for r in rows.tolist())
+                      if fits(task.resreq, n.future_idle) and rt.predicate(task, n) is None]
+        if not candidates:
+            return False
+        node, _ = placement.best_node(task, candidates)
+        if not fits(task.resreq, node.future_idle):
+            return False
+        trial.pipeline(task, node.name, eviction_occurred=bool(victims))
+    return rt.job_pipelined(job)
+
+
+def _roi(bundle: Bundle, need: Resources) -> float:
+    """bundleROI: demand covered by the freed resources (capped at the need) over the demand the
+    destroyed resources would cover; a bundle that destroys nothing more scores infinity."""
+    destroyed = _against(bundle.destroyed, need, cap=False)
+    if destroyed == 0:
+        return math.inf
+    return _against(bundle.local, need, cap=True) / destroyed
+
+
+def _against(res: Resources, need: Resources, *, cap: bool) -> float:
+    score = 0.0
+    for name, wanted in need.items():
+        if name == PODS or wanted <= 0:
+            continue
+        value = res.get(name, 0)
+        score += (min(value, wanted) if cap else value) / wanted
+    return score
+
+
+def candidate_bundles(ctx: ActionContext, keep: Callable[[TaskInfo], bool]) -> list[Bundle]:
+    """The bundles of every job with candidate victims `keep` accepts (candidates in node order)."""
+    by_job: dict[str, tuple[JobInfo, list[TaskInfo]]] = {}
+    for node in ctx.state.nodes.values():
+        for t in node.tasks:
+            if t.job is not None and keep(t):
+                by_job.setdefault(t.job.key, (t.job, []))[1].append(t)
+    return [b for job, tasks in by_job.values() for b in job_bundles(job, tasks)]
