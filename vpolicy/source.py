@@ -6,7 +6,7 @@ does not render diagnostics (see `errors`), and it reads files only through `Sou
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -35,13 +35,19 @@ class SourceFile:
 
     name: str
     text: str
+    # The text split into lines once, on the first `line_text` (a dump's thousands of spans each ask for a
+    # line: splitting per call made loading quadratic in the file's size).
+    _lines: list[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def read(cls, path: str | Path) -> "SourceFile":
         return cls(name=str(path), text=Path(path).read_text(encoding="utf-8"))
 
     def line_text(self, line: int) -> str:
-        lines = self.text.splitlines()
+        lines = self._lines
+        if lines is None:
+            lines = self.text.splitlines()
+            object.__setattr__(self, "_lines", lines)  # a cache, not state: frozen for callers
         return lines[line - 1] if 0 < line <= len(lines) else ""
 
 

@@ -25,11 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-
 from vpolicy.errors import Diagnostic, PolicyError
-from vpolicy.load import budgets, kinds, topology, vcjob, yaml_spans
-from vpolicy.load.fields import WRONG_TYPE, Problems, View
+from vpolicy.load import budgets, dumpfile, kinds, topology, vcjob
+from vpolicy.load.fields import Problems, View
 from vpolicy.model import snapshot
 from vpolicy.source import Span
 
@@ -61,50 +59,46 @@ class _Objects:
     queues: list[View] = field(default_factory=list)
     podgroups: list[View] = field(default_factory=list)
     jobs: list[View] = field(default_factory=list)
+    ignored: dict[tuple[str, str], tuple[Span, int]] = field(default_factory=dict)  # (kind, detail): first, count
     hypernodes: list[View] = field(default_factory=list)
     pdbs: list[View] = field(default_factory=list)
     resource_quotas: list[View] = field(default_factory=list)
 
 
-def load_cluster(paths: Sequence[str | Path] | str | Path) -> snapshot.ClusterSnapshot:
-    """Read cluster dumps into a snapshot; raise PolicyError with every problem found in them."""
+def load_cluster(paths: Sequence[str | Path] | str | Path, *, fast: bool | None = None) -> snapshot.ClusterSnapshot:
+    """Read cluster dumps into a snapshot; raise PolicyError with every problem found in them.
+
+    `fast` forces the reading path of `vpolicy.load.dumpfile` (None: the fast one for big inputs)."""
     if isinstance(paths, (str, Path)):
         paths = [paths]  # one path, not a sequence of characters
     problems = Problems()
     objects = _Objects()
     for path in _expand(paths, problems):
-        try:
-            loaded = yaml_spans.read_yaml(path)
-        except PolicyError as exc:
-            problems.diagnostics.extend(exc.diagnostics)
-            continue
-        problems.file_order.setdefault(loaded.name, len(problems.file_order))
-        for index, document in enumerate(loaded.documents):
-            if document is None:
-                continue  # an empty document, e.g. after a trailing `---`
-            if not isinstance(document, CommentedMap):
-                problems.error(WRONG_TYPE, f"document {index + 1}: expected a Kubernetes object (a mapping), "
-                                           f"got {'a list' if isinstance(document, CommentedSeq) else 'a scalar'}",
-                               loaded.document_span(index),
-                               "each document is one object with apiVersion, kind and metadata; "
-                               "wrap several in `kind: List` with `items:`")
-                continue
-            _collect(View(loaded, problems, document, kind="object"), objects)
+        for view in dumpfile.read_objects(path, problems, wanted=_wanted, fast=fast):
+            _collect(view, objects)
+    _warn_ignored(objects, problems)
     cluster = _build(objects, problems)
     if problems.diagnostics:
         raise PolicyError(problems.diagnostics)
     return cluster
 
 
-def _expand(paths: Sequence[str | Path], problems: Problems) -> list[Path]:
+def _expand(paths: Sequence[str | Path], problems: Problems) -> list[Path | str]:
     if not paths:
         problems.diagnostics.append(Diagnostic(NO_INPUT, "no cluster files given",
                                                help="pass one or more YAML/JSON files or folders"))
-    files: list[Path] = []
+    files: list[Path | str] = []
     for raw in paths:
+        if str(raw) == dumpfile.STDIN:
+            files.append(dumpfile.STDIN)
+            continue
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in SUFFIXES)
+            found = sorted(p for p in path.iterdir() if p.is_file() and _dump_suffix(p))
+            if (path / "nodes.json").is_file():  # `kubectl cluster-info dump --output-directory D`: its
+                # namespaces' objects are in D/<namespace>/pods.json, services.json, ...
+                found += sorted(p for sub in sorted(path.iterdir()) if sub.is_dir()
+                                for p in sub.iterdir() if p.is_file() and _dump_suffix(p))
             if not found:
                 problems.error(NO_INPUT, f"folder {raw} holds no *.yaml, *.yml or *.json file", Span(str(raw), 1, 1),
                                "point at the folder that holds the dump, or at the files themselves")
@@ -115,6 +109,22 @@ def _expand(paths: Sequence[str | Path], problems: Problems) -> list[Path]:
             problems.error(UNREADABLE, f"no such file or folder: {raw}", Span(str(raw), 1, 1),
                            "check the path; folders are read for *.yaml, *.yml and *.json files")
     return files
+
+
+def _dump_suffix(path: Path) -> bool:
+    name = path.name.lower()
+    return any(name.endswith(suffix) or name.endswith(suffix + ".gz") for suffix in SUFFIXES)
+
+
+def _wanted(group: str, kind: str) -> bool:
+    return (group, kind) in _KNOWN
+
+
+def _warn_ignored(objects: _Objects, problems: Problems) -> None:
+    """One warning per ignored kind, at its first object, with how many there were."""
+    for (kind, detail), (where, count) in objects.ignored.items():
+        many = f"{count} objects, " if count > 1 else ""
+        problems.warn(where, f"ignoring kind {kind}{detail} ({many}not used for scheduling)")
 
 
 def _collect(obj: View, objects: _Objects) -> None:
@@ -132,7 +142,8 @@ def _collect(obj: View, objects: _Objects) -> None:
     where = obj.key_span("kind")
     if bucket is None:
         detail = f" of {api_version}" if kind in _KINDS else ""
-        obj.problems.warn(where, f"ignoring kind {kind}{detail} (not used for scheduling)")
+        first, count = objects.ignored.get((kind, detail), (where, 0))
+        objects.ignored[(kind, detail)] = (first, count + 1)
         return
     getattr(objects, bucket).append(View(obj.file, obj.problems, obj.node, kind=kind, anchor=where))
 
@@ -192,7 +203,7 @@ def _unique(problems: Problems, seen: dict[str, Span], kind: str, read: list[tup
 
 def _origin(view: View) -> Span:
     meta = view.node.get("metadata")
-    if isinstance(meta, CommentedMap) and meta.get("name") is not None:
+    if isinstance(meta, dict) and meta.get("name") is not None:
         return view.file.value_span(meta, "name")
     return view.span()
 

@@ -1,6 +1,6 @@
 """Typed, located reads of Kubernetes object fields: the loader's one choke point for input mistakes.
 
-A `View` is one mapping inside one object of a `YamlFile`, with the path that leads to it
+A `View` is one mapping inside one loaded object, with the path that leads to it
 (`spec.containers[0]`) and the span to blame when something inside is missing. Its readers
 (`text`, `integer`, `flag`, `quantities`, `timestamp`, `choice`, ...) return a usable value in every
 case and record each mistake as a `Diagnostic` in the shared `Problems`, so one pass over the input
@@ -8,7 +8,10 @@ reports all of its errors. Null values count as absent, as the Kubernetes API tr
 
 Messages read `<path>: <what is wrong>`; every diagnostic has a help line saying what to write.
 This module knows field *types*, not Kubernetes *kinds*: which fields a Pod or Queue has, and what
-they mean, is in `vpolicy.load.kinds` and `vpolicy.load.vcjob`.
+they mean, is in `vpolicy.load.kinds` and `vpolicy.load.vcjob`. Views read plain `dict`s and `list`s
+(ruamel's round-trip nodes are those types too), whichever parser produced them; positions come from
+the view's `Locator` (`vpolicy.load.locator`), so the same readers serve exactly-located small files,
+big dumps read by a C parser, and objects from the API server.
 """
 from __future__ import annotations
 
@@ -16,11 +19,10 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarbool import ScalarBoolean
 
 from vpolicy.errors import Diagnostic, did_you_mean
-from vpolicy.load.yaml_spans import YamlFile
+from vpolicy.load.locator import Locator
 from vpolicy.model import quantity, resources
 from vpolicy.source import Span
 
@@ -63,9 +65,9 @@ class Problems:
 class View:
     """One mapping of one object: where it is, how it is reached, and which kind of object holds it."""
 
-    file: YamlFile
+    file: Locator
     problems: Problems
-    node: CommentedMap
+    node: dict[Any, Any]
     kind: str
     path: str = ""
     anchor: Span | None = None  # what to point at when a field inside is missing; the mapping itself if None
@@ -96,7 +98,7 @@ class View:
             if required:
                 self.missing(key)
             return None
-        if not isinstance(value, CommentedMap):
+        if not isinstance(value, dict):
             self.wrong_type(key, "a mapping")
             return None
         return View(self.file, self.problems, value, self.kind, self.field_path(key), self.key_span(key))
@@ -107,7 +109,7 @@ class View:
         views = []
         for index, item in enumerate(items):
             where = f"{self.field_path(key)}[{index}]"
-            if isinstance(item, CommentedMap):
+            if isinstance(item, dict):
                 views.append(View(self.file, self.problems, item, self.kind, where, self.file.item_span(items, index)))
             elif item is not None:
                 self._report_type(self.file.item_span(items, index), where, "a mapping", item)
@@ -298,13 +300,13 @@ class View:
         self.problems.error(WRONG_TYPE, f"{where}: expected {expected}, got {_describe(value)}", span,
                             _type_help(expected, value))
 
-    def _sequence(self, key: str) -> CommentedSeq:
+    def _sequence(self, key: str) -> list[Any]:
         value = self.node.get(key)
         if value is None:
-            return CommentedSeq()
-        if not isinstance(value, CommentedSeq):
+            return []
+        if not isinstance(value, list):
             self.wrong_type(key, "a list")
-            return CommentedSeq()
+            return []
         return value
 
 
@@ -348,9 +350,9 @@ def _describe(value: object) -> str:
         return f"the number {value}"
     if isinstance(value, str):
         return f'the string "{value}"'
-    if isinstance(value, CommentedMap):
+    if isinstance(value, dict):
         return "a mapping"
-    if isinstance(value, CommentedSeq):
+    if isinstance(value, list):
         return "a list"
     if isinstance(value, datetime.date):
         return f"the date {value.isoformat()}"

@@ -21,13 +21,14 @@ from vcjobs (`vpolicy.load.vcjob` does, reusing `read_pod_spec`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, cast
 
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.scalarstring import LiteralScalarString
 
 from vpolicy.load import affinity as pod_affinity, topology
 from vpolicy.load.fields import View
+from vpolicy.load.yaml_spans import YamlFile
 from vpolicy.model import resources, snapshot
 from vpolicy.model.affinity import NO_RELATIONS, PodRelations
 from vpolicy.model.resources import Resources
@@ -303,9 +304,11 @@ def read_conf(obj: View) -> Conf | None:
     text = data.text(CONF_KEY)
     span = data.value_span(CONF_KEY)
     value = data.node.get(CONF_KEY)
-    if not isinstance(value, LiteralScalarString):
+    if not isinstance(value, LiteralScalarString) or not isinstance(data.file, YamlFile):
         return Conf(text=text, origin=span, line_offset=None, col_offset=0)
-    indent = _literal_indent(data.file.source.text.splitlines(), span.line - 1, data.node)
+    # (`source` may hold only the object's region of the file: see yaml_spans.parse_region.)
+    lines = data.file.source.text.splitlines()
+    indent = _literal_indent(lines, span.line - 1 - data.file.line_offset, cast(CommentedMap, data.node))
     # A literal block's content starts on the line after its `|` header, every line indented alike.
     return Conf(text=text, origin=Span(span.file, span.line + 1, indent + 1), line_offset=span.line,
                 col_offset=indent)

@@ -107,6 +107,7 @@ def snapshot_from_objects(objects: Iterable[Mapping[str, Any]], *, strict: bool 
             view = View(ObjectFile(source=SourceFile(name=label, text=""), documents=(node,)), problems, node,
                         kind="object")
             cluster._collect(view, collected)  # noqa: SLF001  # reason: as above
+        cluster._warn_ignored(collected, problems)  # noqa: SLF001  # reason: as above
         built = cluster._build(collected, problems)  # noqa: SLF001  # reason: as above
         if not problems.diagnostics:
             if extra_warnings:

@@ -47,6 +47,11 @@ def read_text(path: str | Path, *, bom: bool = False) -> str:
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise UnreadableFile(name, reason, Span(name, 1, 1), missing=isinstance(exc, FileNotFoundError)) from exc
+    return decode(name, data, bom=bom)
+
+
+def decode(name: str, data: bytes, *, bom: bool = False) -> str:
+    """`data` (already read from `name`: a decompressed file, standard input) as UTF-8 text, as `read_text`."""
     if bom and data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
     try:

@@ -16,7 +16,7 @@ the documents is the job of `vpolicy.load.fields` and the loaders built on it (`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,9 @@ class YamlFile:
 
     source: SourceFile
     documents: tuple[Any, ...]
+    # Lines of the file before `source.text` when only a region of it was parsed (`parse_region`): spans
+    # count from the file's first line; `source` holds the region, under the file's name.
+    line_offset: int = 0
 
     @property
     def name(self) -> str:
@@ -99,7 +102,7 @@ class YamlFile:
         if key not in mapping.lc.data:  # merged in with `<<: *anchor`: no text of its own here
             return str(value)
         line, col = mapping.lc.value(key)
-        text = self.source.line_text(line + 1)
+        text = self.source.line_text(line + 1)  # region-relative, as `source` holds the region
         width = _token_width(text, col, flow=_is_flow(mapping))
         token = text[col:col + width]
         return token if token else str(value)
@@ -113,12 +116,13 @@ class YamlFile:
         if 0 <= index < len(nodes) and nodes[index] is not None:
             mark = nodes[index].start_mark
             return self._span(mark.line, mark.column, flow=False)
-        return Span(self.name, 1, 1)
+        return Span(self.name, 1 + self.line_offset, 1)
 
     def _span(self, line0: int, col0: int, *, flow: bool) -> Span:
         text = self.source.line_text(line0 + 1)
         width = _token_width(text, col0, flow=flow)
-        return Span(self.name, line0 + 1, col0 + 1, line0 + 1, col0 + width)
+        line = line0 + 1 + self.line_offset
+        return Span(self.name, line, col0 + 1, line, col0 + width)
 
 
 def read_yaml(path: str | Path, *, stage: str = "load") -> YamlFile:
@@ -156,6 +160,35 @@ def parse_yaml(text: str, *, name: str, stage: str = "load") -> YamlFile:
         raise PolicyError.single(f"{stage}.yaml-syntax", f"invalid {_language(name)}: {first}",
                                  Span(name, 1, 1), help=_DEFAULT_SYNTAX_HELP) from exc
     return YamlFile(source=source, documents=documents)
+
+
+def parse_region(region: str, *, name: str, line_offset: int, stage: str = "load") -> YamlFile:
+    """Parse `region`, the text of file `name` from line `line_offset + 1` on (whole lines; a first line
+    that starts mid-line is padded with spaces to its column), so that spans point into the whole file.
+
+    Used to locate a problem found in one object of a dump too big for the round-trip loader: only that
+    object's text is re-read. The region is not `remember`ed (the caller registers the whole file's text
+    for snippets); a syntax error in it is reported at its position in the file.
+    """
+    source = SourceFile(name=name, text=region)
+    try:
+        documents = tuple(_new_yaml().load_all(region))
+    except DuplicateKeyError as exc:
+        raise PolicyError([_shifted(_duplicate_key(exc, source, stage), line_offset)]) from exc
+    except MarkedYAMLError as exc:
+        raise PolicyError([_shifted(_syntax_error(exc, source, stage), line_offset)]) from exc
+    return YamlFile(source=source, documents=documents, line_offset=line_offset)
+
+
+def _shifted(diagnostic: Diagnostic, lines: int) -> Diagnostic:
+    def move(span: Span | None) -> Span | None:
+        if span is None:
+            return None
+        end = span.end_line + lines if span.end_line is not None else None
+        return Span(span.file, span.line + lines, span.col, end, span.end_col)
+
+    related = tuple((moved, note) for span, note in diagnostic.related if (moved := move(span)) is not None)
+    return replace(diagnostic, span=move(diagnostic.span), related=related)
 
 
 def _new_yaml() -> YAML:

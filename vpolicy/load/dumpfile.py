@@ -1,0 +1,617 @@
+"""One cluster dump (a file, a `.gz` file, or standard input) -> its top-level objects as `View`s.
+
+Two ways to read, chosen by size, that give the same objects and, when a mistake is found, the same
+diagnostic at the same `file:line:col`:
+
+- **Exact** (inputs under `FAST_PATH_BYTES`, and every policy, conf and scenario file elsewhere): ruamel's
+  round-trip loader (`yaml_spans`), every node with its position. Pure Python: about 1 MB/s.
+- **Fast** (bigger inputs): C parsers, and only the fields the readers use. JSON is decoded by msgspec;
+  YAML is parsed by rapidyaml and handed over as JSON (`emit_json`, in C) to the same decoder. Each
+  object is decoded twice, both in C: once for its `kind`/`apiVersion`, then with its kind's declared
+  shape (`vpolicy.load.shapes`), which skips managedFields, images, env and the rest inside the decoder.
+  Objects of kinds the loader does not use are never decoded past their kind. A `kind: List` is read
+  item by item: JSON items as zero-copy `msgspec.Raw` slices, YAML items cut out by their `- ` lines
+  at the list's column (a block list's items start there and nothing else does) and parsed in chunks,
+  so memory stays near the file's size.
+
+  Fast objects carry no positions. Their locator (`FastObject`) answers every span request with a
+  `LazySpan`: only when a diagnostic or warning is actually written is that one object's text re-read
+  with the round-trip loader (`yaml_spans.parse_region`), so the position is exact and a clean load
+  pays nothing for it.
+
+What the fast path hands to the exact one instead, to stay exact: a YAML chunk with something JSON
+cannot carry the way ruamel reads it (plain `~`, `True`, `0x1F`, `010`, tags, merge keys, bare dates), or
+one rapidyaml or msgspec refuses (each of its items is then read alone, the refused ones exactly); a
+ConfigMap holding the scheduler conf (the conf loader needs its literal block's position). Known
+differences on malformed big inputs: a duplicate key is not reported (the last value wins), and a
+non-string key is read as a string.
+
+Inputs: `-` is standard input (JSON when it starts with `{` or `[`, else YAML); a file whose first bytes
+are gzip's magic is decompressed; `.json` (before any `.gz`) means JSON, anything else YAML.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import gzip
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypedDict
+
+import msgspec
+
+from vpolicy.errors import PolicyError
+from vpolicy.load import shapes, textfile, yaml_spans
+from vpolicy.load.fields import WRONG_TYPE, Problems, View
+from vpolicy.load.locator import LazySpan
+from vpolicy.source import SourceFile, Span, remember
+
+# Inputs at least this big take the fast path (`VPOLICY_FAST_PATH_BYTES=0`: every input, to compare the two).
+FAST_PATH_BYTES = int(os.environ.get("VPOLICY_FAST_PATH_BYTES", 512 * 1024))
+STDIN = "-"
+STDIN_NAME = "<stdin>"
+CONF_KEY = "volcano-scheduler.conf"
+UNREADABLE = "load.unreadable-file"
+_CHUNK_BYTES = 1 << 20  # YAML items parsed together; a chunk the fast path refuses is re-read item by item
+_GZIP_MAGIC = b"\x1f\x8b"
+_DOC_MARKER = re.compile(rb"^(?:---|\.\.\.)(?=[ \t\r\n]|$)", re.M)
+_CONTENT = re.compile(rb"^[ \t]*[^ \t\r\n#]", re.M)
+_DASH = re.compile(rb" *-(?:[ \t]|\r?\n)")
+_ITEMS_KEY = re.compile(rb"^items:[ \t]*(?:#[^\n]*)?\r?$", re.M)
+_FIRST_CONTENT = re.compile(rb"^( *)(\S)", re.M)
+# Plain scalars that ruamel reads as something other than what rapidyaml's JSON says (null, bool, int),
+# tags, merge keys and keys that are numbers; a chunk holding one is read item by item, those items exactly. (Written after a
+# space, as block YAML writes values: a regular expression over the text is the cost of this check.)
+_RISKY = re.compile(rb"[ {](?:!|<<|(?:~|True|TRUE|False|FALSE|Null|NULL|0\d+|0[xXoObB][0-9a-fA-F]+"
+                    rb"|\+\d+|\.\d+)(?=[\s,\]}])|-?\d+(?:\.\d*)?:(?=\s))")
+
+
+class _Head(TypedDict, total=False):
+    kind: Any
+    apiVersion: Any
+
+
+class _ListHead(TypedDict, total=False):
+    kind: Any
+    apiVersion: Any
+    items: list[msgspec.Raw] | None
+
+
+_HEAD = msgspec.json.Decoder(_Head)
+_LIST_HEAD = msgspec.json.Decoder(_ListHead)
+_ANY = msgspec.json.Decoder()
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+@functools.cache
+def _shape_decoder(kind: str) -> msgspec.json.Decoder[Any] | None:
+    shape = shapes.SHAPES.get(kind)
+    if shape is None:
+        return None
+    whole = {"apiVersion": shapes.KEEP, "kind": shapes.KEEP, **shape}  # `_collect` reads both
+    return msgspec.json.Decoder(shapes.decoder_type(whole, f"{kind}Shape"))
+
+
+def read_input(raw: str | Path) -> tuple[str, bytes]:
+    """The name spans will use and the bytes of one input (decompressed); raises UnreadableFile."""
+    if str(raw) == STDIN:
+        return STDIN_NAME, sys.stdin.buffer.read()
+    name = str(raw)
+    try:
+        data = Path(raw).read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise textfile.UnreadableFile(name, reason, Span(name, 1, 1),
+                                      missing=isinstance(exc, FileNotFoundError)) from exc
+    if data.startswith(_GZIP_MAGIC):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise textfile.UnreadableFile(name, f"not a valid gzip file ({exc})", Span(name, 1, 1)) from exc
+    return name, data
+
+
+def is_json(name: str, data: bytes) -> bool:
+    base = name[:-3] if name.lower().endswith(".gz") else name
+    if name == STDIN_NAME:
+        return data.lstrip()[:1] in (b"{", b"[")
+    return base.lower().endswith(".json")
+
+
+def read_objects(raw: str | Path, problems: Problems, *, wanted: Callable[[str, str], bool],
+                 fast: bool | None = None) -> Iterator[View]:
+    """The top-level objects of one input (`kind: List`s unpacked only on the fast path), every problem
+    with reading it recorded in `problems`. `wanted(group, kind)` says which kinds are read past their
+    kind; `fast` forces a path (None: by size)."""
+    try:
+        name, data = read_input(raw)
+    except textfile.UnreadableFile as exc:
+        _unreadable(exc, problems)
+        return
+    problems.file_order.setdefault(name, len(problems.file_order))
+    if fast is None:
+        fast = len(data) >= FAST_PATH_BYTES
+    if fast:
+        yield from _Dump(name, data, problems, wanted).objects()
+        return
+    yield from _exact_objects(name, data, problems)
+
+
+def _unreadable(exc: textfile.UnreadableFile, problems: Problems) -> None:
+    if exc.missing:
+        problems.error(UNREADABLE, f"no such file: {exc.file}", exc.span,
+                       "check the path; folders are read for *.yaml, *.yml and *.json files")
+    else:
+        problems.diagnostics.append(exc.diagnostic(UNREADABLE, help="cluster dumps must be UTF-8 text files"))
+
+
+def _exact_objects(name: str, data: bytes, problems: Problems) -> Iterator[View]:
+    try:
+        loaded = yaml_spans.parse_yaml(textfile.decode(name, data, bom=True), name=name)
+    except textfile.UnreadableFile as exc:
+        _unreadable(exc, problems)
+        return
+    except PolicyError as exc:
+        problems.diagnostics.extend(exc.diagnostics)
+        return
+    for index, document in enumerate(loaded.documents):
+        if document is None:
+            continue  # an empty document, e.g. after a trailing `---`
+        if not isinstance(document, dict):
+            _not_an_object(problems, index, document, loaded.document_span(index))
+            continue
+        yield View(loaded, problems, document, kind="object")
+
+
+def _not_an_object(problems: Problems, index: int, document: object, span: Span) -> None:
+    problems.error(WRONG_TYPE, f"document {index + 1}: expected a Kubernetes object (a mapping), "
+                               f"got {'a list' if isinstance(document, list) else 'a scalar'}", span,
+                   "each document is one object with apiVersion, kind and metadata; "
+                   "wrap several in `kind: List` with `items:`")
+
+
+# --- the fast path ---------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Region:
+    """Where one object is written: bytes [start, end) of the input. `item` is its index in the `items`
+    of a List parsed whole (`start`/`end` then cover that whole document); `seq` says the region is a
+    YAML block-list item (`- ...`), whose object is the region's first item."""
+
+    start: int
+    end: int
+    item: int | None = None
+    seq: bool = False
+
+
+class _Fallback(Exception):
+    """The fast path cannot read this part as the exact path would; read it another way."""
+
+
+@dataclass(slots=True)
+class _Dump:
+    name: str
+    data: bytes
+    problems: Problems
+    wanted: Callable[[str, str], bool]
+    _text: str | None = None
+    _ascii: bool | None = None
+    _json_items: tuple[int, list[msgspec.Raw]] = (0, [])
+    _json_offsets: list[int] = field(default_factory=list)
+
+    def objects(self) -> Iterator[View]:
+        data = self.data
+        bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+        try:
+            self._check_utf8()
+        except textfile.UnreadableFile as exc:
+            _unreadable(exc, self.problems)
+            return
+        if is_json(self.name, data):
+            yield from self._json_document(bom, len(data), index=0)
+        else:
+            yield from self._yaml(bom)
+
+    # JSON ---------------------------------------------------------------------------------------------
+    def _json_document(self, start: int, end: int, *, index: int, text: bytes | None = None) -> Iterator[View]:
+        """One JSON document: bytes [start, end) of the input, or `text` (YAML turned JSON) for them."""
+        body: bytes | memoryview = memoryview(self.data)[start:end] if text is None else text
+        try:
+            head = _LIST_HEAD.decode(body)
+        except msgspec.ValidationError:  # not an object at all (a list or a scalar), or a number JSON cannot hold
+            if text is not None:
+                yield from self._exact_region(_Region(start, end), index)
+                return
+            try:
+                value = _ANY.decode(body)
+            except msgspec.MsgspecError:
+                value = None
+            first = len(body) - len(bytes(body).lstrip())
+            _not_an_object(self.problems, index, value, self._start_span(start + first))
+            return
+        except msgspec.DecodeError as exc:
+            if text is not None:  # rapidyaml's JSON refused: let the exact loader say what is wrong
+                yield from self._exact_region(_Region(start, end), index)
+            else:
+                self._syntax(exc, start)
+            return
+        items = head.get("items")
+        kind = head.get("kind")
+        if isinstance(kind, str) and kind.endswith("List") and isinstance(items, list):
+            if text is None:
+                self._json_items = (start, items)
+            for position, raw in enumerate(items):
+                # A JSON item's bytes are found only when a span is asked for.
+                region = _Region(start, end, item=position) if text is not None else self._json_item_region(position)
+                yield from self._one(raw, region)
+            return
+        yield from self._one(body, _Region(start, end))
+
+    def _one(self, raw: bytes | memoryview | msgspec.Raw, region: _Region | Callable[[], _Region]) -> Iterator[View]:
+        try:
+            head = _HEAD.decode(raw)
+        except msgspec.ValidationError:  # an item that is not a mapping
+            where = LazySpan(lambda: self._start_span(_region(region).start))
+            self.problems.error(WRONG_TYPE, "items[]: expected a mapping, got "
+                                + _describe(_ANY.decode(raw)), where, "write key: value pairs here")
+            return
+        kind, version = head.get("kind"), head.get("apiVersion")
+        group = version.split("/", 1)[0] if isinstance(version, str) and "/" in version else ""
+        if isinstance(kind, str) and isinstance(version, str) and not kind.endswith("List") \
+                and not self.wanted(group, kind):
+            node: dict[str, Any] = dict(head)  # read no further: only its kind is reported
+        else:
+            try:
+                node = self._decode_object(raw, kind)
+            except msgspec.MsgspecError:  # e.g. a number beyond what JSON decoders hold: read it exactly
+                yield FastObject(self, region, {}).exact_view(self.problems)
+                return
+        obj = FastObject(self, region, node)
+        if kind == "ConfigMap" and isinstance(node.get("data"), dict) and CONF_KEY in node["data"]:
+            yield obj.exact_view(self.problems)  # the conf loader points into its literal block
+            return
+        yield View(obj, self.problems, node, kind="object")
+
+    @staticmethod
+    def _decode_object(raw: bytes | memoryview | msgspec.Raw, kind: object) -> dict[str, Any]:
+        decoder = _shape_decoder(kind) if isinstance(kind, str) else None
+        if decoder is not None:
+            try:
+                node: dict[str, Any] = decoder.decode(raw)
+                return node
+            except msgspec.ValidationError:
+                pass  # a field of another type than the shape says: decode it all, the reader reports it
+        whole: dict[str, Any] = _ANY.decode(raw)
+        return whole
+
+    def _json_item_region(self, position: int) -> Callable[[], _Region]:
+        def find() -> _Region:
+            doc_start, items = self._json_items
+            starts = self._json_offsets  # the items are in order: each is found after the one before
+            pos = doc_start if not starts else starts[-1] + len(items[len(starts) - 1])
+            while len(starts) <= position:
+                pos = self.data.find(bytes(items[len(starts)]), pos)
+                starts.append(pos)
+                pos += len(items[len(starts) - 1])
+            return _Region(starts[position], starts[position] + len(items[position]))
+
+        return find
+
+    def _syntax(self, exc: msgspec.DecodeError, start: int) -> None:
+        found = re.search(r"\(byte (\d+)\)", str(exc))
+        offset = start + int(found.group(1)) if found else start
+        message = re.sub(r"\s*\(byte \d+\)", "", str(exc)).replace("JSON is malformed: ", "")
+        self.problems.error("load.yaml-syntax", f"invalid JSON: {message}", self._start_span(offset),
+                            "fix the syntax at this position; `kubectl ... -o json` output always parses")
+
+    # YAML ---------------------------------------------------------------------------------------------
+    def _yaml(self, start: int) -> Iterator[View]:
+        for index, (doc_start, doc_end) in enumerate(self._documents(start)):
+            yield from self._yaml_document(doc_start, doc_end, index)
+
+    def _documents(self, start: int) -> list[tuple[int, int]]:
+        """Byte ranges of the documents (marker line included), empty ones left out."""
+        data = self.data
+        cuts = [m.start() for m in _DOC_MARKER.finditer(data, start)]
+        bounds = [start, *cuts, len(data)]
+        out = []
+        for a, b in zip(bounds, bounds[1:]):
+            if _has_content(data, a, b):
+                out.append((a, b))
+        return out
+
+    def _yaml_document(self, start: int, end: int, index: int) -> Iterator[View]:
+        items = self._list_items(start, end)
+        if items is None:
+            try:
+                body = self.data[start:end]
+                if _RISKY.search(body):
+                    raise _Fallback
+                if _DOC_MARKER.match(body):  # `---` would make it a stream of one document
+                    body = b"   " + body[3:]
+                text = _yaml_to_json(body)
+            except _Fallback:
+                yield from self._exact_region(_Region(start, end), index)
+                return
+            yield from self._json_document(start, end, index=index, text=text)
+            return
+        chunk: list[tuple[int, int]] = []
+        size = 0
+        for a, b in items:
+            chunk.append((a, b))
+            size += b - a
+            if size >= _CHUNK_BYTES:
+                yield from self._yaml_chunk(chunk)
+                chunk, size = [], 0
+        if chunk:
+            yield from self._yaml_chunk(chunk)
+
+    def _list_items(self, start: int, end: int) -> list[tuple[int, int]] | None:
+        """The byte ranges of the items of a block-style `kind: List` document, or None when the document
+        is not one (or not laid out so that its items can be cut apart by lines)."""
+        data = self.data
+        key = _ITEMS_KEY.search(data, start, end)
+        if key is None:
+            return None
+        first = _FIRST_CONTENT.search(data, key.end() + 1, end)
+        if first is None or first.group(2) != b"-" or not _DASH.match(data, first.start(), end):
+            return None
+        column = len(first.group(1))
+        lines = re.compile(rb"^ {0,%d}[^ \r\n#]" % column, re.M)
+        starts: list[int] = []
+        stop = end
+        for line in lines.finditer(data, first.start(), end):
+            at = line.start()
+            if data.startswith(b" " * column + b"-", at) and data[at + column + 1:at + column + 2] in (b" ", b"\n", b"\r", b"\t"):
+                starts.append(at)
+                continue
+            stop = at
+            break
+        if not starts:
+            return None
+        rest = data[start:key.start()] + b"items:\n" + data[stop:end]
+        try:
+            head = _HEAD.decode(_yaml_to_json(rest))
+        except (_Fallback, msgspec.MsgspecError):
+            return None
+        if not (isinstance(head.get("kind"), str) and head["kind"].endswith("List")):
+            return None
+        return list(zip(starts, [*starts[1:], stop]))
+
+    def _yaml_chunk(self, items: list[tuple[int, int]]) -> Iterator[View]:
+        data = self.data
+        body = data[items[0][0]:items[-1][1]]
+        raws: list[msgspec.Raw] | None = None
+        if not _RISKY.search(body):
+            try:
+                raws = _RAW_LIST.decode(_yaml_to_json(body))
+            except (_Fallback, msgspec.MsgspecError):
+                raws = None
+            if raws is not None and len(raws) != len(items):
+                raws = None
+        if raws is None:  # read each item alone; the ones the fast path cannot read, exactly
+            for a, b in items:
+                yield from self._yaml_item(a, b)
+            return
+        for raw, (a, b) in zip(raws, items):
+            yield from self._one(raw, _Region(a, b, seq=True))
+
+    def _yaml_item(self, start: int, end: int) -> Iterator[View]:
+        region = _Region(start, end, seq=True)
+        body = self.data[start:end]
+        if not _RISKY.search(body):
+            try:
+                raws = _RAW_LIST.decode(_yaml_to_json(body))
+            except (_Fallback, msgspec.MsgspecError):
+                raws = []
+            if len(raws) == 1:
+                yield from self._one(raws[0], region)
+                return
+        yield from self._exact_region(region, None)
+
+    def _exact_region(self, region: _Region, index: int | None) -> Iterator[View]:
+        try:
+            loaded, documents = self.parse_region(region)
+        except PolicyError as exc:
+            self.problems.diagnostics.extend(exc.diagnostics)
+            return
+        if region.seq and len(documents) == 1 and isinstance(documents[0], list) and len(documents[0]) == 1:
+            documents = (documents[0][0],)  # a List's item, cut out with its `- `
+        for position, document in enumerate(documents):
+            if document is None:
+                continue
+            if not isinstance(document, dict):
+                _not_an_object(self.problems, index or position, document, loaded.document_span(position))
+                continue
+            yield View(loaded, self.problems, document, kind="object")
+
+    # positions ----------------------------------------------------------------------------------------
+    def text(self) -> str:
+        """The whole input as text, decoded once and remembered so diagnostics can quote its lines."""
+        if self._text is None:
+            self._text = textfile.decode(self.name, self.data)
+            remember(SourceFile(self.name, self._text))
+        return self._text
+
+    def _check_utf8(self) -> None:
+        self._ascii = self.data.isascii()
+        if not self._ascii:
+            self.text()  # raises UnreadableFile, located, if it is not UTF-8
+
+    def _char(self, offset: int) -> int:
+        if self._ascii is None:
+            self._ascii = self.data.isascii()
+        return offset if self._ascii else len(self.data[:offset].decode("utf-8", errors="replace"))
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """0-based line and column (in characters) of byte `offset`."""
+        line = self.data.count(b"\n", 0, offset)
+        line_start = self.data.rfind(b"\n", 0, offset) + 1
+        col = len(self.data[line_start:offset].decode("utf-8", errors="replace"))
+        return line, col
+
+    def _start_span(self, offset: int) -> Span:
+        line, col = self.line_col(offset)
+        self.text()
+        return Span(self.name, line + 1, col + 1, line + 1, col + 1)
+
+    def parse_region(self, region: _Region) -> tuple[yaml_spans.YamlFile, tuple[Any, ...]]:
+        """Region's text read by the round-trip loader, positions counted in the whole file."""
+        text = self.text()
+        line, col = self.line_col(region.start)
+        a, b = self._char(region.start), self._char(region.end)
+        loaded = yaml_spans.parse_region(" " * col + text[a:b], name=self.name, line_offset=line)
+        return loaded, loaded.documents
+
+
+def _region(region: _Region | Callable[[], _Region]) -> _Region:
+    return region if isinstance(region, _Region) else region()
+
+
+class FastObject:
+    """The locator of one object read by the fast path: spans are worked out when first read, from that
+    object's text re-read exactly (see the module's docstring)."""
+
+    __slots__ = ("_dump", "_region", "_root", "_exact")
+
+    def __init__(self, dump: _Dump, region: _Region | Callable[[], _Region], root: dict[str, Any]):
+        self._dump = dump
+        self._region = region
+        self._root = root
+        self._exact: tuple[yaml_spans.YamlFile, Any, dict[int, Any]] | None = None
+
+    @property
+    def name(self) -> str:
+        return self._dump.name
+
+    def node_span(self, node: Any) -> Span:
+        return LazySpan(functools.partial(self._resolve, "node_span", node, None))
+
+    def key_span(self, mapping: Any, key: Any) -> Span:
+        return LazySpan(functools.partial(self._resolve, "key_span", mapping, key))
+
+    def value_span(self, mapping: Any, key: Any) -> Span:
+        return LazySpan(functools.partial(self._resolve, "value_span", mapping, key))
+
+    def item_span(self, seq: Any, index: int) -> Span:
+        return LazySpan(functools.partial(self._resolve, "item_span", seq, index))
+
+    def value_text(self, mapping: Any, key: Any) -> str:
+        value = mapping.get(key)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bool):
+            return str(value).lower()
+        if isinstance(value, float):
+            return repr(value)  # the shortest text that reads back as this number
+        return str(value)
+
+    def exact_view(self, problems: Problems) -> View:
+        loaded, root, _ = self._exact_nodes()
+        return View(loaded, problems, root, kind="object")
+
+    def _exact_nodes(self) -> tuple[yaml_spans.YamlFile, Any, dict[int, Any]]:
+        if self._exact is None:
+            region = _region(self._region)
+            loaded, documents = self._dump.parse_region(region)
+            root = documents[0] if documents else None
+            if region.seq and isinstance(root, list) and root:
+                root = root[0]
+            elif region.item is not None and isinstance(root, dict):
+                items = root.get("items")
+                root = items[region.item] if isinstance(items, list) and region.item < len(items) else root
+            pairs: dict[int, Any] = {}
+            _pair(self._root, root, pairs)
+            self._exact = (loaded, root, pairs)
+        return self._exact
+
+    def _resolve(self, method: str, node: Any, key: Any) -> Span:
+        loaded, root, pairs = self._exact_nodes()
+        exact: Any = pairs.get(id(node))
+        if exact is None:  # a node the re-read does not have (it should not happen): blame the object
+            whole: Any = root
+            return loaded.node_span(whole) if isinstance(root, (dict, list)) else Span(self.name, 1, 1)
+        is_list, is_map = isinstance(exact, list), isinstance(exact, dict)
+        if method == "item_span" and is_list and isinstance(key, int) and key < len(exact):
+            return loaded.item_span(exact, key)
+        if method in ("key_span", "value_span") and is_map and key in exact:
+            return loaded.key_span(exact, key) if method == "key_span" else loaded.value_span(exact, key)
+        return loaded.node_span(exact)
+
+
+def _pair(fast: Any, exact: Any, out: dict[int, Any]) -> None:
+    """Map each mapping and list of the fast tree to the round-trip node at the same path."""
+    if isinstance(fast, dict) and isinstance(exact, dict):
+        out[id(fast)] = exact
+        for key, value in fast.items():
+            if key in exact:
+                _pair(value, exact[key], out)
+    elif isinstance(fast, list) and isinstance(exact, list):
+        out[id(fast)] = exact
+        for a, b in zip(fast, exact):
+            _pair(a, b, out)
+
+
+def _has_content(data: bytes, start: int, end: int) -> bool:
+    """Whether bytes [start, end) hold more than a document marker, blank lines and comments."""
+    marker = _DOC_MARKER.match(data, start, end)
+    if marker is not None:
+        line_end = data.find(b"\n", marker.end(), end)
+        line_end = end if line_end < 0 else line_end
+        after = data[marker.end():line_end].strip()
+        if after and not after.startswith(b"#"):
+            return True  # `--- {a: 1}`, `--- |`
+        start = line_end
+    return _CONTENT.search(data, start, end) is not None
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f'the string "{value}"'
+    return "a list" if isinstance(value, list) else type(value).__name__
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """rapidyaml prints its parse errors on file descriptor 2 before raising; the caller reports them."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _yaml_to_json(body: bytes) -> bytes:
+    """YAML text as JSON text, both by rapidyaml in C; _Fallback when rapidyaml refuses it."""
+    import ryml  # type: ignore[import-untyped]  # reason: rapidyaml ships no type information
+
+    try:
+        with _quiet_stderr():
+            tree = ryml.parse_in_arena(body)
+    except Exception as exc:  # ryml.ExceptionParse and its kin  # noqa: BLE001  # reason: any refusal falls back
+        raise _Fallback from exc
+    if b"&" in body or b"*" in body:
+        tree.resolve()  # anchors and aliases
+    out: str = ryml.emit_json(tree)
+    return out.encode("utf-8")
+
+
+def wanted_from(known: Mapping[tuple[str, str], object]) -> Callable[[str, str], bool]:
+    """`wanted` for `read_objects` from a table keyed by (API group, kind)."""
+    return lambda group, kind: (group, kind) in known
