@@ -21,7 +21,7 @@ def diagnostics_of(path: str) -> list[Pinned]:
             for d in caught.value.diagnostics]
 
 
-EXPECT_KEYS_TEXT = ("binds, binds_include, binds_exclude, pipelined, pipelined_include, nominated, evictions, "
+EXPECT_KEYS_TEXT = ("binds, binds_include, binds_exclude, bound, pipelined, pipelined_include, nominated, evictions, "
                     "evictions_include, podgroups, unschedulable, unschedulable_reasons")
 
 
