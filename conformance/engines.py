@@ -1,0 +1,72 @@
+"""The two engines behind one call each: Volcano through the oracle process, vpolicy in process.
+
+`Oracle` keeps one `oracle --batch` process for a whole run (Volcano's start-up then costs once) and
+asks it one JSON line per session. `run_vpolicy` is `vpolicy dry-run` on the same objects, written to a
+temporary file as the `kind: List` the oracle reads.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from vpolicy.errors import PolicyError
+from vpolicy.harness.dryrun import dry_run
+
+Document = dict[str, Any]
+
+
+class EngineError(RuntimeError):
+    """An engine refused a case or died; the message says which and why."""
+
+
+class Oracle:
+    def __init__(self, binary: Path) -> None:
+        self._proc = subprocess.Popen([str(binary), "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, bufsize=1)
+        self._count = 0
+
+    def run(self, cluster_json: str, conf: str) -> Document:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._count += 1
+        line = json.dumps({"id": str(self._count), "cluster": cluster_json, "conf": conf})
+        try:
+            self._proc.stdin.write(line + "\n")
+            self._proc.stdin.flush()
+            answer = self._proc.stdout.readline()
+        except BrokenPipeError:
+            answer = ""
+        if not answer:
+            err = self._proc.stderr.read() if self._proc.stderr else ""
+            raise EngineError(f"the Volcano oracle died: {err.strip()[-2000:]}")
+        result = json.loads(answer)
+        if result.get("error"):
+            raise EngineError(f"Volcano refused the case: {result['error']}")
+        doc: Document = result["document"]
+        return doc
+
+    def close(self) -> None:
+        if self._proc.stdin:
+            self._proc.stdin.close()
+        self._proc.wait(timeout=30)
+
+    def __enter__(self) -> Oracle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def run_vpolicy(cluster_json: str, conf: str) -> Document:
+    with tempfile.TemporaryDirectory(prefix="vpolicy-conformance-") as tmp:
+        cluster = Path(tmp) / "cluster.json"
+        cluster.write_text(cluster_json)
+        conf_path = Path(tmp) / "volcano-scheduler.conf"
+        conf_path.write_text(conf)
+        try:
+            result = dry_run([str(cluster)], conf=str(conf_path))
+        except PolicyError as exc:
+            raise EngineError(f"vpolicy refused the case: {exc}") from exc
+        return result.document()

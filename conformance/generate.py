@@ -1,0 +1,518 @@
+"""Seeded clusters and confs for each conformance family, as the Kubernetes objects a dump holds.
+
+Both engines read the very same objects (a `kind: List`), so nothing in between can hide a difference.
+Every case is a pure function of (family, seed, index): `case(family, seed, i)` rebuilds it exactly.
+
+Ties. Volcano picks at random among equally scored nodes (util.SelectBestNode) and among equal queues
+in its heaps; vpolicy takes snapshot order. The generators keep ties rare — every node of a cluster has
+its own cpu and memory size, so least-requested, balanced and binpack scores differ — and the comparison
+(`conformance.compare`) handles the rest: nodes identical at the start are interchangeable, and a case
+whose Volcano outcome changes from run to run accepts any outcome Volcano produced.
+
+Hooks. `POD_DECORATORS` holds functions that may add to a pending pod of the `allocate` family (pod
+affinity and anti-affinity, topology spread, host ports: issue 22); `CLUSTER_DECORATORS` functions that
+may add objects to any cluster (HyperNodes: issue 23). Each takes the case's `random.Random`.
+"""
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Obj = dict[str, Any]
+GPU = "nvidia.com/gpu"
+NS = "ns"
+ROLE = "volcano.sh/task-spec"
+GROUP = "scheduling.k8s.io/group-name"
+ZONES = ("a", "b")
+TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+PRIORITY_CLASSES = (("low", 10), ("normal", 100), ("high", 1000))
+
+FAMILIES = ("allocate", "enqueue", "preempt", "reclaim", "capacity", "backfill", "confs")
+
+
+@dataclass
+class Case:
+    """One generated input: the cluster's objects and the conf text both engines run."""
+
+    family: str
+    seed: int
+    index: int
+    objects: list[Obj]
+    conf: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.family}-{self.seed}-{self.index}"
+
+    def cluster_json(self) -> str:
+        return json.dumps({"apiVersion": "v1", "kind": "List", "items": self.objects})
+
+
+PodDecorator = Callable[[random.Random, Obj, "Builder"], None]
+ClusterDecorator = Callable[[random.Random, "Builder"], None]
+POD_DECORATORS: list[PodDecorator] = []
+CLUSTER_DECORATORS: list[ClusterDecorator] = []
+
+
+@dataclass
+class Builder:
+    """Accumulates one cluster's objects; names are short and regular so a shrunk case reads well."""
+
+    rng: random.Random
+    nodes: list[Obj] = field(default_factory=list)
+    queues: list[Obj] = field(default_factory=list)
+    podgroups: list[Obj] = field(default_factory=list)
+    pods: list[Obj] = field(default_factory=list)
+    extra: list[Obj] = field(default_factory=list)
+    free: dict[str, list[int]] = field(default_factory=dict)  # node -> [cpu m, memory Mi, gpu, pods]
+    clock: int = 0
+
+    def objects(self) -> list[Obj]:
+        classes = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n},
+                    "value": v} for n, v in PRIORITY_CLASSES]
+        return [*classes, *self.queues, *self.nodes, *self.podgroups, *self.pods, *self.extra]
+
+    def tick(self) -> str:
+        self.clock += 1
+        return f"2026-01-01T00:{self.clock // 60:02d}:{self.clock % 60:02d}Z"
+
+    def node(self, cpu: int, mem_mi: int, *, gpu: int = 0, pods: int = 16, zone: str | None = None,
+             tainted: bool = False, unschedulable: bool = False, ready: bool = True,
+             labels: dict[str, str] | None = None) -> str:
+        """A node of `cpu` millicores; callers give each node its own size (see the module's note on ties)."""
+        name = f"n{len(self.nodes)}"
+        alloc = {"cpu": f"{cpu}m", "memory": f"{mem_mi}Mi", "pods": str(pods)}
+        if gpu:
+            alloc[GPU] = str(gpu)
+        obj: Obj = {"apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
+                                                          "zone": zone or self.rng.choice(ZONES), **(labels or {})}},
+                    "spec": {}, "status": {"allocatable": alloc, "capacity": dict(alloc),
+                                           "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+        if tainted:
+            obj["spec"]["taints"] = [dict(TAINT)]
+        if unschedulable:
+            obj["spec"]["unschedulable"] = True
+        self.nodes.append(obj)
+        self.free[name] = [cpu, mem_mi, gpu, pods]
+        return name
+
+    def queue(self, name: str, *, weight: int = 1, capability: dict[str, str] | None = None,
+              deserved: dict[str, str] | None = None, guarantee: dict[str, str] | None = None,
+              reclaimable: bool | None = None, state: str = "Open", parent: str = "",
+              priority: int = 0) -> str:
+        spec: Obj = {"weight": weight}
+        if capability:
+            spec["capability"] = capability
+        if deserved:
+            spec["deserved"] = deserved
+        if guarantee:
+            spec["guarantee"] = {"resource": guarantee}
+        if reclaimable is not None:
+            spec["reclaimable"] = reclaimable
+        if parent:
+            spec["parent"] = parent
+        if priority:
+            spec["priority"] = priority
+        self.queues.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                            "metadata": {"name": name, "creationTimestamp": self.tick()},
+                            "spec": spec, "status": {"state": state}})
+        return name
+
+    def podgroup(self, queue: str, min_member: int, *, phase: str = "Pending", priority_class: str = "",
+                 min_resources: dict[str, str] | None = None, min_task_member: dict[str, int] | None = None) -> str:
+        name = f"pg{len(self.podgroups)}"
+        spec: Obj = {"minMember": min_member, "queue": queue}
+        if priority_class:
+            spec["priorityClassName"] = priority_class
+        if min_resources:
+            spec["minResources"] = min_resources
+        if min_task_member:
+            spec["minTaskMember"] = min_task_member
+        self.podgroups.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                               "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}",
+                                            "creationTimestamp": self.tick()},
+                               "spec": spec, "status": {"phase": phase}})
+        return name
+
+    def pod(self, group: str, cpu: int, mem_mi: int, *, gpu: int = 0, priority: int = 0, node: str = "",
+            phase: str = "Pending", releasing: bool = False, role: str = "", role_as_label: bool = False,
+            node_selector: dict[str, str] | None = None, tolerate: bool = False,
+            affinity: Obj | None = None, labels: dict[str, str] | None = None,
+            priority_class: str = "") -> Obj:
+        """A pod of `group`; with `node`, placed there (Running, or Bound when phase is Pending) and its
+        room taken from the node."""
+        index = sum(1 for p in self.pods if p["metadata"]["annotations"][GROUP] == group)
+        name = f"{group}-{role or 't'}-{index}"
+        meta: Obj = {"name": name, "namespace": NS, "uid": f"uid-{name}", "creationTimestamp": self.tick(),
+                     "annotations": {GROUP: group}, "labels": dict(labels or {})}
+        if role:
+            (meta["labels"] if role_as_label else meta["annotations"])[ROLE] = role
+        if releasing:
+            meta["deletionTimestamp"] = "2026-01-01T01:00:00Z"
+        requests: dict[str, str] = {}
+        if cpu:
+            requests["cpu"] = f"{cpu}m"
+        if mem_mi:
+            requests["memory"] = f"{mem_mi}Mi"
+        if gpu:
+            requests[GPU] = str(gpu)
+        container: Obj = {"name": "main", "image": "busybox"}
+        if requests:
+            container["resources"] = {"requests": requests, "limits": dict(requests)} if gpu else \
+                {"requests": requests}
+        spec: Obj = {"schedulerName": "volcano", "priority": priority, "containers": [container]}
+        if priority_class:
+            spec["priorityClassName"] = priority_class
+        if node:
+            spec["nodeName"] = node
+            free = self.free[node]
+            free[0] -= cpu
+            free[1] -= mem_mi
+            free[2] -= gpu
+            free[3] -= 1
+        if node_selector:
+            spec["nodeSelector"] = node_selector
+        if tolerate:
+            spec["tolerations"] = [dict(TOLERATION)]
+        if affinity:
+            spec["affinity"] = affinity
+        obj: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+        self.pods.append(obj)
+        return obj
+
+    def fits(self, node: str, cpu: int, mem_mi: int, gpu: int = 0) -> bool:
+        free = self.free[node]
+        return free[0] >= cpu and free[1] >= mem_mi and free[2] >= gpu and free[3] >= 1
+
+
+def distinct_sizes(rng: random.Random, count: int, *, cpu_range: tuple[int, int] = (2, 8),
+                   mem_range: tuple[int, int] = (2, 16)) -> list[tuple[int, int]]:
+    """`count` (cpu m, memory Mi) sizes, none equal in either dimension, in odd steps (fewer score ties)."""
+    cpus = rng.sample(range(cpu_range[0] * 4, cpu_range[1] * 4 + 1), count)
+    mems = rng.sample(range(mem_range[0] * 4, mem_range[1] * 4 + 1), count)
+    return [(c * 250 + 10 * i, m * 256 + 16 * i) for i, (c, m) in enumerate(zip(cpus, mems))]
+
+
+# ---- confs -------------------------------------------------------------------------------------------
+
+DEFAULT_CONF = """actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+HELM_CONF = """actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+def conf_text(actions: str, tiers: list[list[str | tuple[str, dict[str, Any]]]]) -> str:
+    lines = [f'actions: "{actions}"', "tiers:"]
+    for tier in tiers:
+        lines.append("- plugins:")
+        for plugin in tier:
+            name, options = (plugin, {}) if isinstance(plugin, str) else plugin
+            lines.append(f"  - name: {name}")
+            for key, value in options.items():
+                if key == "arguments":
+                    lines.append("    arguments:")
+                    lines += [f"      {k}: {json.dumps(v)}" for k, v in value.items()]
+                else:
+                    lines.append(f"    {key}: {json.dumps(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _standard_tiers(share: str = "proportion") -> list[list[str | tuple[str, dict[str, Any]]]]:
+    return [["priority", "gang", "conformance"], ["overcommit", "drf", "predicates", share, "nodeorder"]]
+
+
+# ---- families ----------------------------------------------------------------------------------------
+
+def _allocate(rng: random.Random) -> tuple[Builder, str]:
+    b = Builder(rng)
+    for cpu, mem in distinct_sizes(rng, rng.randint(2, 5)):
+        gpu = rng.choice((0, 0, 0, 2))
+        b.node(cpu, mem, gpu=gpu, tainted=bool(gpu) and rng.random() < 0.5, pods=rng.randint(3, 10),
+               unschedulable=rng.random() < 0.05)
+    queues = [b.queue(f"q{i}", weight=rng.randint(1, 4)) for i in range(rng.randint(1, 2))]
+    for _ in range(rng.randint(1, 4)):
+        count = rng.randint(1, 4)
+        roles = rng.random() < 0.4
+        min_member = rng.randint(1, count)
+        role_names = [("ps" if i == 0 else "worker") if roles else "" for i in range(count)]
+        mtm = None
+        if roles and rng.random() < 0.4:
+            mtm = {"worker": rng.randint(0, max(0, role_names.count("worker")))}
+        pg = b.podgroup(rng.choice(queues), min_member, phase=rng.choice(("Pending", "Inqueue", "Inqueue")),
+                        priority_class=rng.choice(("", "low", "high")), min_task_member=mtm)
+        as_label = rng.random() < 0.5
+        for i in range(count):
+            best_effort = rng.random() < 0.1
+            cpu = 0 if best_effort else rng.randint(1, 12) * 250
+            mem = 0 if best_effort else rng.randint(1, 12) * 256
+            gpu = 1 if not best_effort and rng.random() < 0.15 else 0
+            selector = {"zone": rng.choice(ZONES)} if rng.random() < 0.2 else None
+            affinity = None
+            if rng.random() < 0.15:
+                affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": [rng.choice(ZONES)]}]}]}}}
+            pod = b.pod(pg, cpu, mem, gpu=gpu, role=role_names[i], role_as_label=as_label,
+                        node_selector=selector, tolerate=rng.random() < 0.5, affinity=affinity,
+                        priority=rng.choice((1, 10, 100)))
+            for decorate in POD_DECORATORS:
+                decorate(rng, pod, b)
+    _running_load(b, rng, queues, releasing=0.25)
+    conf = DEFAULT_CONF if rng.random() < 0.6 else HELM_CONF
+    return b, conf
+
+
+def _running_load(b: Builder, rng: random.Random, queues: list[str], *, releasing: float = 0.0,
+                  fill: float = 0.5, priority_class: str = "low", preemptable: bool = True) -> None:
+    """Running pods of one Running podgroup filling about `fill` of some nodes; some Releasing (so their
+    room can pipeline a pending pod)."""
+    pg = b.podgroup(rng.choice(queues), 1, phase="Running", priority_class=priority_class)
+    for node in b.nodes:
+        if rng.random() > 0.6:
+            continue
+        name = node["metadata"]["name"]
+        cpu_total = b.free[name][0]
+        cpu = max(250, int(cpu_total * fill * rng.uniform(0.5, 1.0)) // 250 * 250)
+        mem = max(256, b.free[name][1] // 4 // 256 * 256)
+        if b.fits(name, cpu, mem):
+            labels = {} if preemptable else {"volcano.sh/preemptable": "false"}
+            b.pod(pg, cpu, mem, node=name, phase="Running", releasing=rng.random() < releasing,
+                  priority=10, labels=labels)
+
+
+def _enqueue(rng: random.Random) -> tuple[Builder, str]:
+    b = Builder(rng)
+    for cpu, mem in distinct_sizes(rng, rng.randint(1, 3)):
+        b.node(cpu, mem)
+    queues = []
+    for i in range(rng.randint(1, 3)):
+        cap = {"cpu": f"{rng.randint(1, 8)}", "memory": f"{rng.randint(1, 16)}Gi"} if rng.random() < 0.5 else None
+        state = "Closed" if rng.random() < 0.2 else "Open"
+        queues.append(b.queue(f"q{i}", weight=rng.randint(1, 3), capability=cap, state=state))
+    for _ in range(rng.randint(1, 5)):
+        count = rng.randint(1, 3)
+        cpu, mem = rng.randint(1, 8) * 500, rng.randint(1, 8) * 512
+        min_member = rng.randint(1, count)
+        min_res = None
+        if rng.random() < 0.7:
+            min_res = {"cpu": f"{cpu * min_member}m", "memory": f"{mem * min_member}Mi"}
+        pg = b.podgroup(rng.choice(queues), min_member, phase="Pending", min_resources=min_res,
+                        priority_class=rng.choice(("", "low", "high")))
+        for _ in range(count):
+            b.pod(pg, cpu, mem, priority=rng.choice((1, 10)))
+    _running_load(b, rng, [q for q in queues], fill=0.4)
+    share = rng.choice(("proportion", "proportion", "capacity"))
+    conf = conf_text(rng.choice(("enqueue, allocate", "enqueue, allocate, backfill")), _standard_tiers(share))
+    return b, conf
+
+
+def _preempt(rng: random.Random) -> tuple[Builder, str]:
+    b = Builder(rng)
+    for cpu, mem in distinct_sizes(rng, rng.randint(1, 3)):
+        b.node(cpu, mem, pods=8)
+    queues = [b.queue("q0", weight=1)]
+    if rng.random() < 0.4:
+        queues.append(b.queue("q1", weight=rng.randint(1, 3)))
+    # low priority running gangs filling the nodes
+    for _ in range(rng.randint(1, 3)):
+        pg = b.podgroup(rng.choice(queues), rng.randint(1, 2), phase="Running",
+                        priority_class=rng.choice(("low", "low", "normal")))
+        for node in b.nodes:
+            name = node["metadata"]["name"]
+            cpu = min(b.free[name][0], rng.randint(2, 8) * 250)
+            mem = min(b.free[name][1], rng.randint(2, 8) * 256)
+            if cpu > 0 and mem > 0 and b.fits(name, cpu, mem) and rng.random() < 0.8:
+                labels = {"volcano.sh/preemptable": "false"} if rng.random() < 0.1 else {}
+                b.pod(pg, cpu, mem, node=name, phase="Running", priority=rng.choice((10, 10, 100)), labels=labels)
+    # pending preemptors: high priority, sometimes gangs, sometimes a pending task of a running job
+    for _ in range(rng.randint(1, 3)):
+        count = rng.randint(1, 3)
+        pg = b.podgroup(rng.choice(queues), rng.randint(1, count), phase="Inqueue",
+                        priority_class=rng.choice(("high", "high", "normal", "low")))
+        for _ in range(count):
+            b.pod(pg, rng.randint(1, 8) * 250, rng.randint(1, 8) * 256, priority=rng.choice((1000, 1000, 100, 10)))
+    if rng.random() < 0.3 and b.podgroups:
+        running = [g["metadata"]["name"] for g in b.podgroups if g["status"]["phase"] == "Running"]
+        if running:
+            b.pod(rng.choice(running), rng.randint(1, 6) * 250, rng.randint(1, 6) * 256, priority=1000)
+    tiers = [["priority", "gang", "conformance"], ["drf", "predicates", "proportion", "nodeorder"]]
+    if rng.random() < 0.3:
+        tiers[0][1] = ("gang", {"enablePreemptable": False})
+    conf = conf_text(rng.choice(("enqueue, allocate, preempt", "enqueue, allocate, preempt, backfill",
+                                 "enqueue, preempt")), tiers)
+    return b, conf
+
+
+def _reclaim(rng: random.Random) -> tuple[Builder, str]:
+    b = Builder(rng)
+    for cpu, mem in distinct_sizes(rng, rng.randint(1, 3)):
+        b.node(cpu, mem, pods=10)
+    share = rng.choice(("proportion", "proportion", "capacity"))
+    names = ["q0", "q1"] + (["q2"] if rng.random() < 0.4 else [])
+    queues = []
+    for i, name in enumerate(names):
+        deserved = None
+        if share == "capacity":
+            deserved = {"cpu": f"{rng.randint(1, 6)}", "memory": f"{rng.randint(1, 12)}Gi"}
+        guarantee = {"cpu": f"{rng.randint(1, 3)}", "memory": f"{rng.randint(1, 4)}Gi"} if rng.random() < 0.2 else None
+        state = "Closed" if i > 0 and rng.random() < 0.25 else "Open"
+        queues.append(b.queue(name, weight=rng.randint(1, 4), deserved=deserved, guarantee=guarantee,
+                              reclaimable=rng.random() >= 0.2, state=state))
+    # q0 holds the whole cluster
+    pg = b.podgroup("q0", 1, phase="Running", priority_class=rng.choice(("low", "normal")))
+    for node in b.nodes:
+        name = node["metadata"]["name"]
+        while True:
+            cpu, mem = rng.randint(2, 6) * 250, rng.randint(2, 6) * 256
+            if not b.fits(name, cpu, mem) or rng.random() < 0.15:
+                break
+            labels = {"volcano.sh/preemptable": "false"} if rng.random() < 0.1 else {}
+            b.pod(pg, cpu, mem, node=name, phase="Running", priority=10, labels=labels)
+    for _ in range(rng.randint(1, 3)):
+        count = rng.randint(1, 3)
+        pg = b.podgroup(rng.choice(queues[1:]), rng.randint(1, count), phase="Inqueue",
+                        priority_class=rng.choice(("low", "normal", "high")))
+        for _ in range(count):
+            b.pod(pg, rng.randint(1, 6) * 250, rng.randint(1, 6) * 256, priority=rng.choice((10, 100)))
+    tiers = [["priority", "gang", "conformance"], ["drf", "predicates", share, "nodeorder"]]
+    conf = conf_text(rng.choice(("enqueue, allocate, reclaim", "enqueue, reclaim", "enqueue, allocate, reclaim, backfill")),
+                     tiers)
+    return b, conf
+
+
+def _capacity(rng: random.Random) -> tuple[Builder, str]:
+    b = Builder(rng)
+    for cpu, mem in distinct_sizes(rng, rng.randint(1, 4)):
+        b.node(cpu, mem)
+    hierarchical = rng.random() < 0.5
+    queues = []
+    if hierarchical:
+        b.queue("root", weight=1)
+        parents = [b.queue(f"p{i}", weight=1, parent="root",
+                           capability={"cpu": f"{rng.randint(2, 12)}", "memory": f"{rng.randint(4, 32)}Gi"})
+                   for i in range(rng.randint(1, 2))]
+    for i in range(rng.randint(1, 3)):
+        deserved = {"cpu": f"{rng.randint(0, 6)}", "memory": f"{rng.randint(0, 12)}Gi"}
+        cap = {"cpu": f"{rng.randint(1, 10)}", "memory": f"{rng.randint(2, 24)}Gi"} if rng.random() < 0.6 else None
+        queues.append(b.queue(f"q{i}", deserved=deserved, capability=cap,
+                              parent=rng.choice(parents) if hierarchical else "",
+                              state="Closed" if rng.random() < 0.1 else "Open"))
+    _running_load(b, rng, queues, fill=0.5)
+    for _ in range(rng.randint(1, 5)):
+        count = rng.randint(1, 3)
+        cpu, mem = rng.randint(1, 8) * 250, rng.randint(1, 8) * 256
+        min_member = rng.randint(1, count)
+        pg = b.podgroup(rng.choice(queues), min_member, phase=rng.choice(("Pending", "Inqueue")),
+                        min_resources={"cpu": f"{cpu * min_member}m", "memory": f"{mem * min_member}Mi"})
+        for _ in range(count):
+            b.pod(pg, cpu, mem, priority=rng.choice((1, 10)))
+    tiers = [["priority", "gang", "conformance"], ["drf", "predicates", "capacity", "nodeorder"]]
+    conf = conf_text(rng.choice(("enqueue, allocate", "enqueue, allocate, reclaim", "enqueue, allocate, backfill")),
+                     tiers)
+    return b, conf
+
+
+def _backfill(rng: random.Random) -> tuple[Builder, str]:
+    b = Builder(rng)
+    for cpu, mem in distinct_sizes(rng, rng.randint(1, 4)):
+        b.node(cpu, mem, pods=rng.randint(2, 6), tainted=rng.random() < 0.2)
+    queues = [b.queue("q0")]
+    _running_load(b, rng, queues, fill=0.6)
+    for _ in range(rng.randint(1, 4)):
+        count = rng.randint(1, 4)
+        pg = b.podgroup("q0", rng.randint(1, count), phase=rng.choice(("Pending", "Inqueue", "Inqueue")))
+        for _ in range(count):
+            if rng.random() < 0.7:
+                b.pod(pg, 0, 0, node_selector={"zone": rng.choice(ZONES)} if rng.random() < 0.3 else None,
+                      tolerate=rng.random() < 0.5)
+            else:
+                b.pod(pg, rng.randint(1, 4) * 250, rng.randint(1, 4) * 256)
+    conf = conf_text(rng.choice(("enqueue, allocate, backfill", "enqueue, backfill")), _standard_tiers())
+    return b, conf
+
+
+_PLUGIN_POOL_FIRST = ("priority", "gang", "conformance")
+_PLUGIN_POOL_SECOND = ("overcommit", "drf", "predicates", "proportion", "nodeorder", "binpack")
+_FLAGS = ("enableJobOrder", "enableJobReady", "enableJobPipelined", "enableTaskOrder", "enablePreemptable",
+          "enableReclaimable", "enableQueueOrder", "enablePredicate", "enableNodeOrder")
+_ARGUMENTS: dict[str, list[dict[str, Any]]] = {
+    "nodeorder": [{"leastrequested.weight": 2}, {"mostrequested.weight": 1, "leastrequested.weight": 0},
+                  {"balancedresource.weight": 3}, {"nodeaffinity.weight": 2}],
+    "binpack": [{"binpack.weight": 5}, {"binpack.cpu": 3, "binpack.memory": 1}],
+    "overcommit": [{"overcommit-factor": 1.5}, {"overcommit-factor": 1.0}],
+    "predicates": [{"predicate.CacheEnable": False}],
+}
+
+
+def _confs(rng: random.Random) -> tuple[Builder, str]:
+    pick = rng.random()
+    family = rng.choice((_allocate, _preempt, _reclaim, _enqueue))
+    b, _ = family(rng)
+    if pick < 0.1:
+        return b, DEFAULT_CONF
+    if pick < 0.2:
+        return b, HELM_CONF
+    first = [p for p in _PLUGIN_POOL_FIRST if rng.random() < 0.8]
+    second = [p for p in _PLUGIN_POOL_SECOND if rng.random() < 0.7]
+    if "predicates" not in second:
+        second.append("predicates")  # without it, Volcano places pods on nodes they cannot run on
+    tiers: list[list[str | tuple[str, dict[str, Any]]]] = []
+    for tier in (first, second):
+        out: list[str | tuple[str, dict[str, Any]]] = []
+        for name in tier:
+            options: dict[str, Any] = {}
+            if rng.random() < 0.3:
+                options[rng.choice(_FLAGS)] = rng.random() < 0.5
+            if name in _ARGUMENTS and rng.random() < 0.4:
+                options["arguments"] = rng.choice(_ARGUMENTS[name])
+            out.append((name, options) if options else name)
+        if out:
+            tiers.append(out)
+    actions = rng.choice(("enqueue, allocate, backfill", "enqueue, allocate, preempt", "enqueue, allocate, reclaim",
+                          "allocate, backfill", "enqueue, reclaim, allocate, backfill, preempt"))
+    return b, conf_text(actions, tiers)
+
+
+_FAMILY_BUILDERS: dict[str, Callable[[random.Random], tuple[Builder, str]]] = {
+    "allocate": _allocate, "enqueue": _enqueue, "preempt": _preempt, "reclaim": _reclaim,
+    "capacity": _capacity, "backfill": _backfill, "confs": _confs,
+}
+
+
+def case(family: str, seed: int, index: int) -> Case:
+    """Case `index` of `family` under `seed`: the same three numbers always give the same case."""
+    rng = random.Random(f"{family}/{seed}/{index}")
+    builder, conf = _FAMILY_BUILDERS[family](rng)
+    for decorate in CLUSTER_DECORATORS:
+        decorate(rng, builder)
+    return Case(family, seed, index, builder.objects(), conf)

@@ -1,0 +1,251 @@
+package main
+
+// One scheduling session of Volcano's own scheduler over a cache filled like its unit-test helper
+// (pkg/scheduler/uthelper) fills one: the mock scheduler cache with fake clients, no API server,
+// every object added through the cache's event handlers. Actions run as the scheduler's runOnce
+// runs them. What the session decided is read back from the cache and the session's jobs.
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"volcano.sh/volcano/pkg/scheduler"
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/cache"
+	"volcano.sh/volcano/pkg/scheduler/conf"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+	"volcano.sh/volcano/pkg/scheduler/util"
+)
+
+// evictionLog is the cache's Evictor: it records each evicted pod with the reason the action gave
+// (Volcano passes "preempt" or "reclaim"). The cache calls it from a goroutine.
+type evictionLog struct {
+	mu      sync.Mutex
+	reasons map[string]string
+}
+
+func (e *evictionLog) Evict(pod *v1.Pod, reason string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.reasons[pod.Namespace+"/"+pod.Name] = reason
+	return nil
+}
+
+func (e *evictionLog) waitFor(keys []string, limit time.Duration) map[string]string {
+	deadline := time.Now().Add(limit)
+	for {
+		e.mu.Lock()
+		done := true
+		for _, k := range keys {
+			if _, ok := e.reasons[k]; !ok {
+				done = false
+				break
+			}
+		}
+		if done || time.Now().After(deadline) {
+			out := make(map[string]string, len(e.reasons))
+			for k, v := range e.reasons {
+				out[k] = v
+			}
+			e.mu.Unlock()
+			return out
+		}
+		e.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// statusSink is the cache's StatusUpdater: it accepts every update and hands the object back, as the
+// API server would, so that the session's own podgroup status stays readable after CloseSession.
+type statusSink struct{}
+
+func (statusSink) UpdatePodStatus(pod *v1.Pod) (*v1.Pod, error)           { return pod, nil }
+func (statusSink) UpdatePodGroup(pg *api.PodGroup) (*api.PodGroup, error) { return pg, nil }
+func (statusSink) UpdateQueueStatus(queue *api.QueueInfo) error           { return nil }
+
+type eviction struct {
+	Pod    string `json:"pod"`
+	Action string `json:"action"`
+	For    string `json:"for"`
+	Rule   string `json:"rule"`
+}
+
+type pgStatus struct {
+	Phase      string              `json:"phase"`
+	Conditions []map[string]string `json:"conditions"`
+	// What decided the phase, so a reader can apply another version's rule (docs/conformance.md):
+	// the phase the session held just before closing, its tasks by status, and minMember.
+	SessionPhase string         `json:"session_phase,omitempty"`
+	Tasks        map[string]int `json:"tasks,omitempty"`
+	MinMember    int32          `json:"min_member"`
+}
+
+// document is vpolicy's decision document (DESIGN §4), as far as Volcano's session fills it.
+type document struct {
+	Binds     map[string]string   `json:"binds"`
+	Pipelined map[string]string   `json:"pipelined"`
+	Evictions []eviction          `json:"evictions"`
+	PodGroups map[string]pgStatus `json:"podgroups"`
+	Stats     map[string]any      `json:"stats"`
+}
+
+// runSession fills a fresh cache with the cluster, opens a session with the conf, runs its actions,
+// closes it, and returns what it decided.
+func runSession(c *cluster, confStr string) (*document, error) {
+	actions, tiers, configurations, _, err := scheduler.UnmarshalSchedulerConf(confStr)
+	if err != nil {
+		return nil, fmt.Errorf("volcano-scheduler.conf: %v", err)
+	}
+	evictions := &evictionLog{reasons: map[string]string{}}
+	// An unbuffered FakeRecorder drops events; the default one blocks after 100 of them.
+	sc := cache.NewCustomMockSchedulerCache("volcano", util.NewFakeBinder(0), evictions,
+		statusSink{}, nil, nil, &record.FakeRecorder{})
+	loadStart := time.Now()
+	for _, n := range c.Nodes {
+		if err := sc.AddOrUpdateNode(n); err != nil {
+			return nil, fmt.Errorf("node %s: %v", n.Name, err)
+		}
+	}
+	for _, p := range c.Pods {
+		sc.AddPod(p)
+	}
+	for _, pg := range c.PodGroups {
+		sc.AddPodGroupV1beta1(pg)
+	}
+	for _, q := range c.Queues {
+		sc.AddQueueV1beta1(q)
+	}
+	for _, pc := range c.PriorityClass {
+		sc.AddPriorityClass(pc)
+	}
+	for _, rq := range c.ResourceQuotas {
+		sc.AddResourceQuota(rq)
+	}
+	loadMs := msSince(loadStart)
+
+	releasingBefore := map[api.TaskID]bool{}
+	for _, job := range sc.Jobs {
+		for id, t := range job.Tasks {
+			if t.Status == api.Releasing {
+				releasingBefore[id] = true
+			}
+		}
+	}
+
+	// Binds reach the cache synchronously (Session.dispatch -> cache.AddBindTask), which queues
+	// each on BindFlowChannel; read that queue here instead of running the cache's bind workers.
+	var binds []*api.TaskInfo
+	bindsDone := make(chan struct{})
+	go func() {
+		for t := range sc.BindFlowChannel {
+			binds = append(binds, t)
+		}
+		close(bindsDone)
+	}()
+
+	conf.EnabledActionMap = make(map[string]bool, len(actions))
+	for _, a := range actions {
+		conf.EnabledActionMap[a.Name()] = true
+	}
+
+	start := time.Now()
+	ssn := framework.OpenSession(sc, tiers, configurations)
+	openMs := msSince(start)
+	actionMs := map[string]any{}
+	for _, a := range actions {
+		t := time.Now()
+		a.Execute(ssn)
+		actionMs[a.Name()] = map[string]float64{"ms": msSince(t)}
+	}
+	jobs := ssn.Jobs
+	pipelined := map[string]string{}
+	for _, job := range jobs {
+		for _, t := range job.TaskStatusIndex[api.Pipelined] {
+			pipelined[t.Namespace+"/"+t.Name] = t.NodeName
+		}
+	}
+	sessionPhase := map[api.JobID]string{}
+	for id, job := range jobs {
+		if job.PodGroup != nil {
+			sessionPhase[id] = string(job.PodGroup.Status.Phase)
+		}
+	}
+	closeStart := time.Now()
+	framework.CloseSession(ssn)
+	sessionMs := msSince(start)
+	closeMs := msSince(closeStart)
+	close(sc.BindFlowChannel)
+	<-bindsDone
+
+	doc := &document{
+		Binds:     map[string]string{},
+		Pipelined: pipelined,
+		Evictions: []eviction{},
+		PodGroups: map[string]pgStatus{},
+	}
+	for _, t := range binds {
+		doc.Binds[t.Namespace+"/"+t.Name] = t.NodeName
+	}
+
+	var evicted []string
+	forJob := map[string]string{}
+	for _, job := range sc.Jobs {
+		for id, t := range job.Tasks {
+			if t.Status == api.Releasing && !releasingBefore[id] {
+				key := t.Namespace + "/" + t.Name
+				evicted = append(evicted, key)
+				forJob[key] = ""
+			}
+		}
+	}
+	sort.Strings(evicted)
+	reasons := evictions.waitFor(evicted, 5*time.Second)
+	for _, key := range evicted {
+		doc.Evictions = append(doc.Evictions, eviction{Pod: key, Action: reasons[key], For: forJob[key], Rule: "volcano"})
+	}
+
+	for id, job := range sc.Jobs {
+		if _, inSession := jobs[id]; inSession || job.PodGroup == nil {
+			continue
+		}
+		// Not in the session (JobValid refused it, or its queue is unknown): its phase is unchanged.
+		doc.PodGroups[job.Namespace+"/"+job.PodGroup.Name] = pgStatus{Phase: string(job.PodGroup.Status.Phase),
+			Conditions: []map[string]string{}}
+	}
+	for _, job := range jobs {
+		if job.PodGroup == nil {
+			continue
+		}
+		st := job.PodGroup.Status
+		conds := []map[string]string{}
+		for _, c := range st.Conditions {
+			conds = append(conds, map[string]string{"type": string(c.Type), "reason": c.Reason, "message": c.Message})
+		}
+		tasks := map[string]int{}
+		for status, index := range job.TaskStatusIndex {
+			if len(index) > 0 {
+				tasks[status.String()] = len(index)
+			}
+		}
+		doc.PodGroups[job.Namespace+"/"+job.PodGroup.Name] = pgStatus{Phase: string(st.Phase), Conditions: conds,
+			SessionPhase: sessionPhase[job.UID], Tasks: tasks, MinMember: job.PodGroup.Spec.MinMember}
+	}
+	doc.Stats = map[string]any{
+		"engine":     "volcano",
+		"session_ms": sessionMs,
+		"open_ms":    openMs,
+		"close_ms":   closeMs,
+		"load_ms":    loadMs,
+		"actions":    actionMs,
+	}
+	return doc, nil
+}
+
+func msSince(t time.Time) float64 {
+	return float64(time.Since(t).Nanoseconds()) / 1e6
+}

@@ -1,0 +1,76 @@
+"""What separates the pinned Volcano (v1.10.0, the newest release the Go module proxy serves) from the
+main-branch Volcano vpolicy follows (reference at ed72c7c), applied to the oracle's side before comparing.
+
+Only two rules differ in what the families draw, and both are applied exactly, not guessed from outcomes
+(docs/conformance.md, "Version gap"):
+
+1. PodGroup phase at session close. v1.10 counts allocated tasks (Bound, Binding, Running, Allocated)
+   and Succeeded towards minMember (pkg/scheduler/framework/session.go:264-275 at v1.10.0); main counts
+   scheduled ones (Running, Bound, Failed, Succeeded, `api.ScheduledStatus`), so a gang dispatched this
+   session stays Inqueue until its pods run. The oracle reports each podgroup's tasks by status and the
+   phase it held before closing; `main_phase` applies main's rule to them.
+2. Queue state. v1.10's scheduler never reads a Queue's `status.state`; main refuses a queue that is not
+   Open in proportion's and capacity's Allocatable, Preemptive and JobEnqueueable. `main_case` gives the
+   oracle the case main would see: the pending pods of jobs in a non-Open queue are dropped (main places
+   none of them, and reclaims for none), and `main_phase` keeps such a podgroup's Pending phase (main's
+   enqueue rejects it).
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from conformance.generate import GROUP, Case
+
+Document = dict[str, Any]
+
+_SCHEDULED = ("Running", "Bound", "Failed", "Succeeded", "Releasing")
+
+
+def closed_queues(c: Case) -> set[str]:
+    return {o["metadata"]["name"] for o in c.objects
+            if o["kind"] == "Queue" and o.get("status", {}).get("state", "Open") != "Open"}
+
+
+def _groups_in(c: Case, queues: set[str]) -> dict[str, str]:
+    """`ns/podgroup` -> its phase in the input, for podgroups of the given queues."""
+    return {f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}": o.get("status", {}).get("phase", "")
+            for o in c.objects if o["kind"] == "PodGroup" and o["spec"].get("queue") in queues}
+
+
+def main_case(c: Case) -> Case:
+    """The case as main would act on it: no pending pod of a job in a non-Open queue."""
+    closed = closed_queues(c)
+    if not closed:
+        return c
+    groups = {key.split("/", 1)[1] for key in _groups_in(c, closed)}
+    kept = [o for o in c.objects
+            if not (o["kind"] == "Pod" and o["metadata"].get("annotations", {}).get(GROUP) in groups
+                    and not o["spec"].get("nodeName"))]
+    return Case(c.family, c.seed, c.index, kept, c.conf)
+
+
+def main_document(c: Case, doc: Document) -> Document:
+    """Volcano v1.10's document with main's podgroup phase rule applied."""
+    out = copy.deepcopy(doc)
+    closed = _groups_in(c, closed_queues(c))
+    for key, status in out.get("podgroups", {}).items():
+        status["phase"] = main_phase(status, input_phase=closed.get(key))
+    return out
+
+
+def main_phase(status: dict[str, Any], *, input_phase: str | None = None) -> str:
+    """Main's phase from v1.10's counts; `input_phase` is set for a podgroup of a non-Open queue."""
+    phase: str = status["phase"]
+    tasks: dict[str, int] = status.get("tasks") or {}
+    if phase == "Unknown" or "session_phase" not in status:
+        return phase  # Unknown: the same rule in both; no session_phase: the job was not in the session
+    scheduled = sum(tasks.get(s, 0) for s in _SCHEDULED)
+    finished = tasks.get("Succeeded", 0) + tasks.get("Failed", 0)
+    min_member = int(status.get("min_member", 0))
+    if scheduled >= min_member and (scheduled > 0 or min_member == 0):
+        return "Completed" if scheduled and finished == scheduled else "Running"
+    before = status["session_phase"]
+    if input_phase == "Pending":
+        before = "Pending"  # main's enqueue rejects a job of a queue that is not Open
+    return "Inqueue" if before == "Inqueue" else "Pending"
