@@ -43,6 +43,8 @@ def run(ctx: ActionContext) -> None:
         if job.queue.name not in seen:
             seen.add(job.queue.name)
             queues.push(job.queue)
+        if job.topology_mode:  # Volcano's preempt acts for no job with a networkTopology (its issue 4374)
+            continue
         if rt.job_starving(job):
             pending = ctx.pending_tasks(job)
             if not pending:

@@ -23,6 +23,8 @@ def run(ctx: ActionContext) -> None:
     preemptors: dict[str, PriorityQueue[JobInfo]] = {}
     tasks: dict[str, Queue[TaskInfo]] = {}
     for job in ctx.schedulable_jobs():
+        if job.topology_mode:  # as preempt: Volcano reclaims for no job with a networkTopology
+            continue
         if not rt.job_starving(job):
             continue
         pending = ctx.pending_tasks(job)
