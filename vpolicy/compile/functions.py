@@ -248,6 +248,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "half": lambda x: x / 2,
     "abs": abs,
     "floor": lambda x: int(x // 1),
+    "round": lambda x: int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1),  # half away from zero, as Go
+    "log": lambda x: math.log(x),
     "float": float,
     "str": str,
     **devices.FUNCTIONS,  # deviceshare's card-level primitives

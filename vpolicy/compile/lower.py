@@ -42,6 +42,7 @@ class CompiledRule:
     unresolvable: bool = False
     normalize_weight: evaluate.Closure | None = None
     normalize_reverse: bool = False
+    normalize_mode: str = ""  # "" (plain or reverse), "minmax" or "spread" (lang.ast.NORMALIZE_MODES)
     # Node rules (predicate, node_order) batched over nodes, or None when only the scalar form exists.
     vector: vectorize.VClosure | None = None
     # What the rule's answer depends on: "static" = the task's spec and the node's fixed fields (cache
@@ -230,6 +231,7 @@ class _Lowerer:
             fn=self._compile(term), label=label,
             reason=text(decl.reason), message=text(decl.message), unresolvable=decl.unresolvable,
             normalize_weight=weight, normalize_reverse=bool(decl.normalize and decl.normalize.reverse),
+            normalize_mode=decl.normalize.mode if decl.normalize is not None else "",
             order_keys=tuple(OrderKey(t, self._compile(t), descending) for t, descending in keys or ()))
 
     # expressions ---------------------------------------------------------------------------------

@@ -77,6 +77,14 @@ def placed_preferred_affinity(task: Any, node: Any) -> Any:
     return _answer(rel.index.owner_preference(task, rows), single, int)
 
 
+def image_bytes(task: Any, node: Any) -> Any:
+    rel = task.relations
+    if not rel.images or rel.index is None:
+        return 0
+    rows, single = _rows(rel.index, node)
+    return _answer(rel.index.image_bytes(rel.images, rows), single, int)
+
+
 def host_ports_free(task: Any, node: Any) -> Any:
     rel = task.relations
     if not rel.host_ports:
@@ -95,7 +103,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "placed_anti_affinity": placed_anti_affinity,
     "placed_preferred_affinity": placed_preferred_affinity,
     "host_ports_free": host_ports_free,
+    "image_bytes": image_bytes,
 }
 # The same functions answer a NodeBatch with an array (compile.vectorize's `_vec_function`).
 VECTOR_FUNCTIONS = frozenset({"pods_in_domain", "has_label", "placed_anti_affinity", "placed_preferred_affinity",
-                              "host_ports_free"})
+                              "host_ports_free", "image_bytes"})

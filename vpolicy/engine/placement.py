@@ -101,12 +101,17 @@ def relation_free(task: TaskInfo) -> bool:
 def rule_score(rule: CompiledRule, raw: np.ndarray, env: dict[str, Any]) -> np.ndarray:
     """A node_order rule's contribution from its raw values over the candidate nodes: as is, or for a
     `normalize [reverse] by W` rule kube's DefaultNormalizeScore (0..100 by the maximum, reversed if
-    asked, 100 for all when the maximum is 0 and reversed) truncated, times W."""
+    asked, 100 for all when the maximum is 0 and reversed) truncated, times W; `minmax` and `spread`
+    are InterPodAffinity's and PodTopologySpread's own scalings (`_minmax`, `_spread`)."""
     if rule.normalize_weight is None:
         return raw
     weight = float(evaluate_clause(rule, rule.normalize_weight, env, part="normalize"))
     if weight == 0:
         return np.zeros(len(raw))
+    if rule.normalize_mode == "minmax":
+        return _minmax(raw) * weight
+    if rule.normalize_mode == "spread":
+        return _spread(raw) * weight
     top = raw.max() if len(raw) else 0.0
     norm: npt.NDArray[np.float64]
     if top == 0:
@@ -116,6 +121,31 @@ def rule_score(rule: CompiledRule, raw: np.ndarray, env: dict[str, Any]) -> np.n
         if rule.normalize_reverse:
             norm = 100.0 - norm
     return np.trunc(norm) * weight
+
+
+def _minmax(raw: np.ndarray) -> np.ndarray:
+    """kube's InterPodAffinity NormalizeScore: 100 * (s - min) / (max - min), truncated; 0 for all when
+    every score is the same."""
+    if not len(raw):
+        return raw
+    low, high = raw.min(), raw.max()
+    if high <= low:
+        return np.zeros(len(raw))
+    scaled: np.ndarray = np.floor(100.0 * (raw - low) / (high - low))
+    return scaled
+
+
+def _spread(raw: np.ndarray) -> np.ndarray:
+    """kube's PodTopologySpread NormalizeScore: a negative raw score marks a node left out (it scores 0);
+    over the others, 100 * (max + min - s) / max in integers, 100 for all when the maximum is 0."""
+    counted = raw >= 0
+    out = np.zeros(len(raw))
+    if not counted.any():
+        return out
+    values = raw[counted]
+    low, high = values.min(), values.max()
+    out[counted] = 100.0 if high == 0 else np.floor(100.0 * (high + low - values) / high)
+    return out
 
 
 def _always_zero(term: ir.Term) -> bool:
@@ -436,7 +466,7 @@ class Placement:
                 continue
             if static:
                 raw = self._rule_values(rule, task, self._all_rows)
-                if rule.normalize_weight is not None and raw.any():
+                if rule.normalize_weight is not None and len(raw) and (raw != raw[0]).any():
                     return None  # scaled by the candidate group's maximum: no per-node score
                 parts.append((rule, rule_score(rule, raw, self.rt.env)))
             else:

@@ -76,7 +76,8 @@ class TaskRelations:
     """A task's terms as DSL objects, and what the index knows of the task as an incoming pod."""
 
     __slots__ = ("pod_affinity", "pod_anti_affinity", "preferred_pod_affinity", "preferred_pod_anti_affinity",
-                 "spread_constraints", "host_ports", "anti_owners", "preferred_owners", "queries", "key", "index")
+                 "spread_constraints", "host_ports", "anti_owners", "preferred_owners", "queries", "key", "index",
+                 "images")
 
     def __init__(self) -> None:
         self.pod_affinity: list[Term] = []
@@ -90,6 +91,7 @@ class TaskRelations:
         self.queries: tuple[int, ...] = ()  # every query the task's answers read (for `stamp`)
         self.key: tuple[Any, ...] = ()  # what distinguishes the task's answers from another's
         self.index: PodIndex | None = None
+        self.images: tuple[str, ...] = ()  # the pod's images, named as kube's ImageLocality names them
 
 
 NO_TASK_RELATIONS = TaskRelations()
@@ -116,7 +118,10 @@ class PodIndex:
         self._owner_queries: list[tuple[str, int, int]] = []  # (kind, query, weight) owned by some pod
         self._owned: dict[str, list[int]] = {}  # pod uid -> owner queries it owns
         tasks = [*state.tasks.values(), *state.other_pods]
-        self.active = any(t.pod.relations.has_terms() or t.pod.relations.host_ports for t in tasks)
+        # image name -> (size, nodes holding it), and each node's images (kube's NodeInfo.ImageStates)
+        self._image_states = _image_states(self.nodes)
+        self.active = any(t.pod.relations.has_terms() or t.pod.relations.host_ports
+                          or (t.pod.relations.images and self._image_states) for t in tasks)
         if not self.active:
             return
         for task in tasks:
@@ -192,6 +197,8 @@ class PodIndex:
                 SPREAD, c.topology_key, q, self, max_skew=c.max_skew, min_domains=c.min_domains,
                 when_unsatisfiable=c.when_unsatisfiable, eligible=self._eligible(task, c, same)))
         out.host_ports = rel.host_ports
+        if self._image_states:
+            out.images = tuple(_normalized_image(i) for i in rel.images)
         out.anti_owners = tuple(q for kind, q, _w in self._owner_queries
                                 if kind == ANTI_AFFINITY and self._matches(task, self.keys[q].scopes[1:]))
         out.preferred_owners = tuple((q, w) for kind, q, w in self._owner_queries
@@ -199,10 +206,10 @@ class PodIndex:
         own = [t.query for t in (*out.pod_affinity, *out.pod_anti_affinity, *out.preferred_pod_affinity,
                                  *out.preferred_pod_anti_affinity, *out.spread_constraints)]
         out.queries = tuple(dict.fromkeys([*own, *out.anti_owners, *(q for q, _w in out.preferred_owners)]))
-        if not out.queries and not out.host_ports:
+        if not out.queries and not out.host_ports and not out.images:
             return NO_TASK_RELATIONS
         matched = tuple(q for q in own if self._matches(task, self.keys[q].scopes))
-        out.key = (out.queries, matched, out.host_ports,
+        out.key = (out.queries, matched, out.host_ports, out.images,
                    tuple(id(t.eligible) for t in out.spread_constraints))
         return out
 
@@ -346,6 +353,22 @@ class PodIndex:
                 out += weight * np.where(d >= 0, sums[np.maximum(d, 0)], 0)
         return out
 
+    def image_bytes(self, images: tuple[str, ...], rows: np.ndarray) -> np.ndarray:
+        """kube's ImageLocality sumImageScores: for each image the node holds, its size times the share
+        of nodes holding it (truncated), summed."""
+        total = len(self.nodes)
+        out = np.zeros(len(rows))
+        for k, i in enumerate(rows.tolist()):
+            held = self.nodes[i].spec.images
+            if not held:
+                continue
+            names = {name for names_, _size in held for name in names_}
+            for image in images:
+                if image in names:
+                    size, count = self._image_states[image]
+                    out[k] += int(size * (count / total))
+        return out
+
     def ports_free(self, task: "TaskInfo", rows: np.ndarray) -> np.ndarray:
         """No pod on the node uses a host port that conflicts with one of the task's."""
         wanted = task.relations.host_ports
@@ -356,6 +379,22 @@ class PodIndex:
             used = [p for other in self.nodes[i].tasks if other is not task for p in other.pod.relations.host_ports]
             out[k] = not any(w.conflicts(u) for w in wanted for u in used)
         return out
+
+
+def _image_states(nodes: list["NodeInfo"]) -> dict[str, tuple[int, int]]:
+    """Every image name a node reports: its size and how many nodes hold it."""
+    states: dict[str, tuple[int, int]] = {}
+    for node in nodes:
+        for names, size in node.spec.images:
+            for name in set(names):
+                known = states.get(name)
+                states[name] = (size, 1) if known is None else (known[0], known[1] + 1)
+    return states
+
+
+def _normalized_image(name: str) -> str:
+    """kube's normalizedImageName: an image without a tag is `:latest`."""
+    return name if name.rfind(":") > name.rfind("/") else name + ":latest"
 
 
 def _is_owner(key: QueryKey) -> bool:

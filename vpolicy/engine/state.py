@@ -86,6 +86,10 @@ class TaskInfo:
         return self.relations.spread_constraints
 
     @property
+    def images(self) -> list[str]:
+        return list(self.pod.relations.images)
+
+    @property
     def queue(self) -> "QueueInfo | None":
         return self.job.queue if self.job else None
 

@@ -209,11 +209,18 @@ class LetDecl:
 
 @dataclass(frozen=True, slots=True)
 class Normalize:
-    """`normalize [reverse] by WEIGHT`: scale a node score to 0..100 over the candidate nodes, times weight."""
+    """`normalize [reverse | MODE] by WEIGHT`: scale a node score to 0..100 over the candidate nodes,
+    times weight. `mode` is "" (plain or `reverse`) or a named scaling (`NORMALIZE_MODES`)."""
 
     weight: Expr
     reverse: bool = False
     span: Span = _span()
+    mode: str = ""
+
+
+# Named scalings a `normalize MODE by W` clause may use (besides plain and `reverse`), as kube-scheduler's
+# score plugins normalise: `minmax` (InterPodAffinity), `spread` (PodTopologySpread). docs/dsl.md §3.
+NORMALIZE_MODES = ("minmax", "spread")
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,7 @@ TASK = {
     "preferred_pod_affinity": Attribute("list[term]", "preferred pod affinity terms (with `weight`)"),
     "preferred_pod_anti_affinity": Attribute("list[term]", "preferred pod anti-affinity terms (with `weight`)"),
     "spread_constraints": Attribute("list[term]", "topologySpreadConstraints"),
+    "images": Attribute("list[string]", "the images of the pod's init containers and containers"),
 }
 
 TERM = {
@@ -287,6 +288,11 @@ FUNCTIONS: dict[str, Function] = {
     "placed_preferred_affinity": Function(("task", "node"), "int",
                                           "signed weights of placed pods' preferred (anti-)affinity terms matching "
                                           "the task, over the node's domains"),
+    "image_bytes": Function(("task", "node"), "int",
+                            "kube's ImageLocality sum: the size of each of the pod's images the node holds, "
+                            "scaled by the share of nodes holding it"),
+    "round": Function(("number",), "int", "round to the nearest integer, halves away from zero (Go's math.Round)"),
+    "log": Function(("number",), "number", "natural logarithm"),
     "host_ports_free": Function(("task", "node"), "bool",
                                 "no pod on the node holds a host port (IP, protocol, port) the task asks for"),
     "half": Function(("number",), "number", "x / 2 (kept for readability of balanced scores)"),

@@ -518,6 +518,10 @@ class _ModuleChecker(ExprChecker):
         if rule.normalize is not None:
             present.append(("normalize", rule.normalize.span))
             self.expect(rule.normalize.weight, env, types.NUMBER, what="a normalize weight")
+            mode = rule.normalize.mode
+            if mode not in ("", *ast.NORMALIZE_MODES):
+                self.error("check.unknown-normalization", f"unknown normalization '{mode}'", rule.normalize.span,
+                           help=did_you_mean(mode, ["reverse", *ast.NORMALIZE_MODES]))
         if rule.unresolvable:
             present.append(("unresolvable", rule.name_span))
         for kind, text in (("reason", rule.reason), ("message", rule.message)):

@@ -94,8 +94,9 @@ def _decl(decl: ast.Decl) -> L.Doc:
         head = f"rule {decl.name}: {decl.callback}({', '.join(map(_binder, decl.params))}) ="
         clauses: list[L.Doc | str] = []
         if decl.normalize is not None:
-            reverse = "reverse " if decl.normalize.reverse else ""
-            clauses.append(L.concat(f"normalize {reverse}by ", L.align(_expr(decl.normalize.weight, _SUM))))
+            mode = decl.normalize.mode or ("reverse" if decl.normalize.reverse else "")
+            word = f"{mode} " if mode else ""
+            clauses.append(L.concat(f"normalize {word}by ", L.align(_expr(decl.normalize.weight, _SUM))))
         if decl.unresolvable:
             clauses.append("unresolvable")
         for word, clause in (("reason", decl.reason), ("message", decl.message)):

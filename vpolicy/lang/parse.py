@@ -356,8 +356,10 @@ class _Builder(Transformer[Token, object]):
                         name_span=self.tok_span(name), callback_span=self.tok_span(callback))
 
     def normalize(self, meta: Meta, ch: list[object]) -> _Opt:
-        reverse, weight = ch
-        node = ast.Normalize(_expr(weight), reverse is not None, span=self.span(meta))
+        mode, weight = ch
+        reverse = mode is not None and getattr(mode, "type", "") == "REVERSE"
+        name = "" if mode is None or reverse else str(mode)
+        node = ast.Normalize(_expr(weight), reverse, span=self.span(meta), mode=name)
         return _Opt("normalize", node, self.span(meta))
 
     def unresolvable(self, meta: Meta, ch: list[object]) -> _Opt:

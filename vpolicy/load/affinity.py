@@ -20,10 +20,10 @@ _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
-def read_relations(spec: View, containers: list[View]) -> affinity.PodRelations:
+def read_relations(spec: View, containers: list[View], inits: list[View]) -> affinity.PodRelations:
     """The pod's affinity terms, spread constraints, host ports and images; NO_RELATIONS when none.
-    `containers` are the spec's containers as the caller read them (read twice, a broken one would be
-    reported twice)."""
+    `containers` and `inits` are the spec's containers and init containers as the caller read them
+    (read twice, a broken one would be reported twice)."""
     block = spec.mapping("affinity")
     pod_affinity = block.mapping("podAffinity") if block else None
     anti = block.mapping("podAntiAffinity") if block else None
@@ -31,7 +31,7 @@ def read_relations(spec: View, containers: list[View]) -> affinity.PodRelations:
         required_affinity=_required(pod_affinity), required_anti_affinity=_required(anti),
         preferred_affinity=_preferred(pod_affinity), preferred_anti_affinity=_preferred(anti),
         spread=tuple(c for c in (_spread(v) for v in spec.mappings("topologySpreadConstraints")) if c),
-        host_ports=_host_ports(containers), images=_images(containers))
+        host_ports=_host_ports(containers), images=_images([*inits, *containers]))
     return relations if relations != affinity.NO_RELATIONS else affinity.NO_RELATIONS
 
 

@@ -179,7 +179,8 @@ def read_pod_spec(spec: View | None) -> PodSpec:
     _add(total, spec.quantities("overhead") or {})  # Volcano adds overhead before the init-container max
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
-    for init in spec.mappings("initContainers"):
+    inits = spec.mappings("initContainers")
+    for init in inits:
         request, _ = _container_request(init)
         if init.text("restartPolicy") == "Always":  # a sidecar runs beside the containers
             _add(total, request)
@@ -197,7 +198,7 @@ def read_pod_spec(spec: View | None) -> PodSpec:
         tolerations=tuple(t for t in (_read_toleration(v) for v in spec.mappings("tolerations")) if t),
         preemption_policy=spec.choice("preemptionPolicy", _PREEMPTION_POLICIES, default="PreemptLowerPriority"),
         scheduling_gated=spec.sequence_length("schedulingGates") > 0, vgpu_limits=tuple(vgpu),
-        relations=pod_affinity.read_relations(spec, containers))
+        relations=pod_affinity.read_relations(spec, containers, inits))
 
 
 def task_status(phase: str, *, node_name: str, deleting: bool) -> snapshot.TaskStatus:

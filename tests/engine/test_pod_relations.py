@@ -1,0 +1,152 @@
+"""Pods counted per topology domain (engine.pod_relations) and the predicates written over them.
+
+The counts must follow every placement and removal of a session (Volcano's predicates plugin updates
+its node infos on Allocate and Deallocate), and no session may ever place a pod where a required
+anti-affinity (its own, or a placed pod's) forbids it: a hypothesis property over generated clusters.
+"""
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.engine.build import GIB, NS, node, pod, podgroup, snapshot
+from vpolicy.engine.session import CompiledPolicy, run_session
+from vpolicy.engine.state import SessionState
+from vpolicy.harness.policy import from_conf
+from vpolicy.load.conf import default_conf, helm_default_conf_text, parse_conf_text
+from vpolicy.model import affinity
+from vpolicy.model.snapshot import ClusterSnapshot, Node, Pod, TaskStatus
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = affinity.HOSTNAME_KEY
+HELM_ALL_ACTIONS = helm_default_conf_text().replace(
+    'actions: "enqueue, allocate, backfill"', 'actions: "enqueue, allocate, backfill, preempt, reclaim"')
+
+
+def zoned(name: str, zone: str, **kw: int) -> Node:
+    base = node(name, **kw)
+    return Node(base.name, base.allocatable, labels={HOST: name, ZONE: zone})
+
+
+def anti(app: str, key: str) -> affinity.PodRelations:
+    term = affinity.PodAffinityTerm(key, affinity.LabelSelector((("app", app),)))
+    return affinity.PodRelations(required_anti_affinity=(term,))
+
+
+def labelled(p: Pod, app: str, relations: affinity.PodRelations = affinity.NO_RELATIONS) -> Pod:
+    return Pod(p.namespace, p.name, p.uid, p.resreq, p.status, node_name=p.node_name, priority=p.priority,
+               group=p.group, labels={"app": app}, scheduler_name=p.scheduler_name, relations=relations)
+
+
+@cache
+def _policy(conf_text: str | None) -> CompiledPolicy:
+    return from_conf(default_conf() if conf_text is None else parse_conf_text(conf_text, file="<test-conf>"))
+
+
+def test_counts_follow_placements_and_removals_within_the_session() -> None:
+    snap = snapshot(
+        nodes=[zoned("a1", "z1"), zoned("a2", "z1"), zoned("b1", "z2")],
+        pods=[labelled(pod("w-0", "w"), "web", anti("web", ZONE)),
+              labelled(pod("w-1", "w"), "web", anti("web", ZONE))],
+        podgroups=[podgroup("w")])
+    state = SessionState(snap)
+    index = state.pod_index
+    w0, w1 = (state.tasks[f"uid-w-{i}"] for i in range(2))
+    term = w1.pod_anti_affinity[0]
+    rows = np.arange(3)
+    assert index.in_domain(term, rows).tolist() == [0, 0, 0]
+    state.set_status(w0, TaskStatus.ALLOCATED, "a2")
+    assert index.in_domain(term, rows).tolist() == [1, 1, 0], "a1 shares a2's zone"
+    assert index.owners_in_domain(w1, rows).tolist() == [1, 1, 0], "w-0's own term forbids its zone"
+    state.set_status(w0, TaskStatus.PIPELINED, "b1")
+    assert index.in_domain(term, rows).tolist() == [0, 0, 1]
+    state.set_status(w0, TaskStatus.PENDING, "")
+    assert index.in_domain(term, rows).tolist() == [0, 0, 0]
+
+
+def test_a_session_without_relations_builds_no_index() -> None:
+    snap = snapshot(nodes=[node("n1")], pods=[pod("p-0", "p")], podgroups=[podgroup("p")])
+    state = SessionState(snap)
+    assert not state.pod_index.active
+    assert state.tasks["uid-p-0"].pod_affinity == []
+
+
+def test_a_spread_term_skips_terminating_pods_and_other_namespaces() -> None:
+    spread = affinity.PodRelations(spread=(affinity.SpreadConstraint(1, ZONE, selector=affinity.LabelSelector(
+        (("app", "web"),))),))
+    releasing = labelled(pod("old-0", "old", status=TaskStatus.RELEASING, on="a1"), "web")
+    other_ns = Pod("other", "x-0", "uid-x-0", releasing.resreq, TaskStatus.RUNNING, node_name="a1",
+                   labels={"app": "web"})
+    running = labelled(pod("old-1", "old", status=TaskStatus.RUNNING, on="b1"), "web")
+    snap = snapshot(nodes=[zoned("a1", "z1"), zoned("b1", "z2")],
+                    pods=[releasing, other_ns, running, labelled(pod("p-0", "p"), "web", spread)],
+                    podgroups=[podgroup("old"), podgroup("p")])
+    state = SessionState(snap)
+    term = state.tasks["uid-p-0"].spread_constraints[0]
+    assert state.pod_index.in_domain(term, np.arange(2)).tolist() == [0, 1]
+    assert state.pod_index.domain_min(term) == 0
+
+
+# --- property: required anti-affinity is never broken by a placement ------------------------------------
+@st.composite
+def anti_affinity_clusters(draw: st.DrawFn) -> ClusterSnapshot:
+    zones = draw(st.integers(1, 3))
+    nodes = [zoned(f"n{i}", f"z{draw(st.integers(0, zones - 1))}", cpu=draw(st.sampled_from([2000, 4000])))
+             for i in range(draw(st.integers(1, 5)))]
+    pods: list[Pod] = []
+    groups = []
+    for g in range(draw(st.integers(1, 4))):
+        name = f"g{g}"
+        size = draw(st.integers(1, 4))
+        groups.append(podgroup(name, min_member=draw(st.integers(1, size))))
+        app = draw(st.sampled_from(["a", "b"]))
+        relations = affinity.NO_RELATIONS
+        if draw(st.booleans()):
+            relations = anti(draw(st.sampled_from(["a", "b"])), draw(st.sampled_from([HOST, ZONE])))
+        for i in range(size):
+            placed = draw(st.booleans()) if g == 0 else False
+            on = draw(st.sampled_from(nodes)).name if placed else ""
+            status = TaskStatus.RUNNING if placed else TaskStatus.PENDING
+            pods.append(labelled(pod(f"{name}-{i}", name, status=status, on=on, priority=g + 1), app, relations))
+    return snapshot(nodes=nodes, pods=pods, podgroups=groups)
+
+
+def _forbids(owner: Pod, other: Pod, owner_node: Node, other_node: Node) -> bool:
+    for term in owner.relations.required_anti_affinity:
+        same = owner_node.labels.get(term.topology_key) == other_node.labels.get(term.topology_key) is not None
+        if same and other.namespace == owner.namespace and affinity.selector_matches(term.selector, other.labels):
+            return True
+    return False
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snap=anti_affinity_clusters(), conf=st.sampled_from([None, HELM_ALL_ACTIONS]))
+def test_no_placement_breaks_a_required_anti_affinity(snap: ClusterSnapshot, conf: str | None) -> None:
+    result = run_session(snap, _policy(conf))
+    decisions = result.decisions
+    evicted = {e.pod for e in decisions.evictions}
+    nodes = {n.name: n for n in snap.nodes}
+    placed_now = {**decisions.binds, **decisions.pipelined}
+    where = {p.key: p.node_name for p in snap.pods if p.node_name and p.key not in evicted}
+    where.update(placed_now)
+    by_key = {p.key: p for p in snap.pods}
+    for key, node_name in placed_now.items():
+        for other_key, other_node in where.items():
+            if other_key == key:
+                continue
+            new, other = by_key[key], by_key[other_key]
+            assert not _forbids(new, other, nodes[node_name], nodes[other_node]), (key, other_key)
+            assert not _forbids(other, new, nodes[other_node], nodes[node_name]), (other_key, key)
+
+
+def test_the_property_checker_sees_a_broken_anti_affinity() -> None:
+    """The property's own judge: a pair that does share a forbidden zone is caught."""
+    a, b = zoned("a", "z1"), zoned("b", "z1")
+    owner = labelled(pod("x", on="a"), "a", anti("b", ZONE))
+    other = labelled(pod("y", on="b"), "b")
+    assert _forbids(owner, other, a, b)
+    assert not _forbids(other, owner, b, a)
+    assert NS == owner.namespace and GIB > 0
