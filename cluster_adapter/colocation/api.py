@@ -95,10 +95,13 @@ def run_once(agent: ColocationAgent, api: ColocationApi, source: ConfigSource, *
 
 
 def run(agent: ColocationAgent, api: ColocationApi, source: ConfigSource, *, clock: Callable[[], float],
-        period_s: float, stop: threading.Event, once: bool = False) -> int:
+        period_s: float, stop: threading.Event, once: bool = False, metrics: Any = None) -> int:
+    """Passes every `period_s` until `stop` (one with `once`); `metrics` (metrics.AgentMetrics) observes each."""
     while True:
         try:
             report = run_once(agent, api, source, now=clock())
+            if metrics is not None:
+                metrics.observe(report, quota_milli=agent.last_quota_milli)
             if report.tick is not None:
                 for line in report.tick.notes:
                     log.info("%s", line)
@@ -112,6 +115,8 @@ def run(agent: ColocationAgent, api: ColocationApi, source: ConfigSource, *, clo
                 return 1
         except ApiFailure as exc:
             log.error("%s", exc)
+            if metrics is not None:
+                metrics.observe(None, quota_milli=agent.last_quota_milli, error=str(exc))
             if once:
                 return 1
         if once or stop.wait(period_s):

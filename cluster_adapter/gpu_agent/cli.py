@@ -5,7 +5,7 @@
                   GPU sharing:  [--mode hami-core|mig] [--split N] [--apply] [--env-dir DIR] [--fake-nvml H200x8[:mig]]
                   colocation:   [--cgroup-root /sys/fs/cgroup] [--proc-root /proc] [--cgroup-driver cgroupfs|systemd]
                                 [--config-namespace volcano-system] [--oversubscription-ratio 60]
-                                [--include-system-usage] [--sample-seconds 1]
+                                [--include-system-usage] [--sample-seconds 1] [--metrics-port N]
 
 `vpolicy/cli.py` finds it through the entry point group `vpolicy.commands` (pyproject.toml), so the
 engine never imports the adapter. One binary, features switched by flags and by the
@@ -60,6 +60,8 @@ def register(subparsers: Any) -> None:
                    help="count the whole machine's usage (system daemons too), not only the pods'")
     p.add_argument("--sample-seconds", type=float, default=1.0,
                    help="with --once: seconds between the two usage samples (default %(default)s)")
+    p.add_argument("--metrics-port", type=int, default=0,
+                   help="serve the colocation side's /healthz and /metrics on this port (default: off)")
     p.set_defaults(extension=main)
 
 
@@ -132,20 +134,32 @@ def _serve(args: argparse.Namespace, backend: Any, *, colocation: bool) -> int:
                                                 tree.driver, tree.root)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    metrics, server = None, None
+    if colo_agent is not None and args.metrics_port:
+        from cluster_adapter.colocation import metrics as coloc_metrics
+
+        metrics = coloc_metrics.AgentMetrics(args.node, clock=time.monotonic, stale_after_s=max(3 * args.period, 30))
+        server = coloc_metrics.serve(metrics, "", args.metrics_port)
     if args.once and colo_agent is not None and args.sample_seconds > 0:
         _prime(colo_agent, client, args.sample_seconds)
     code = 0
-    while True:
-        if gpu_agent is not None:
-            code |= api.run(gpu_agent, client, clock=time.time, period_s=0, stop=stop, env_dir=args.env_dir,
-                            once=True)
-        if colo_agent is not None:
-            code |= coloc_api.run(colo_agent, client, source, clock=time.monotonic, period_s=0, stop=stop, once=True)
-        if args.once:
-            return code
-        code = 0
-        if stop.wait(args.period):
-            return 0
+    try:
+        while True:
+            if gpu_agent is not None:
+                code |= api.run(gpu_agent, client, clock=time.time, period_s=0, stop=stop, env_dir=args.env_dir,
+                                once=True)
+            if colo_agent is not None:
+                code |= coloc_api.run(colo_agent, client, source, clock=time.monotonic, period_s=0, stop=stop,
+                                      once=True, metrics=metrics)
+            if args.once:
+                return code
+            code = 0
+            if stop.wait(args.period):
+                return 0
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
 
 
 def _prime(colo_agent: Any, client: Any, seconds: float) -> None:

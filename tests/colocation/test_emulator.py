@@ -137,3 +137,26 @@ def fakes_usage(*, online_cpu: int, be: list[int], uids: dict[str, str]) -> prob
     be_cpu = sum(be)
     return probes.Usage(pods_cpu_milli=online_cpu + be_cpu, pods_memory=4 * GiB, be_cpu_milli=be_cpu,
                         be_memory=len(be) * GiB // 2, per_pod=per_pod)
+
+
+def test_vpolicy_agent_once_exits_1_with_one_line_per_configmap_problem(emu: Any, tmp_path: Path,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    bad = '{"globalConfig": {"evictingConfig": {"evictingCPUHighWatermark": "90"}, "cpuQosConfg": {}}}'
+    cm = config_map({})
+    cm["data"][config.CONFIG_KEY] = bad
+    emu.call(lambda e: [e.put_object(fakes.node(labels={config.OVERSUBSCRIPTION_LABEL: "true"})), e.put_object(cm)])
+    fakes.make_tree(tmp_path / "cgroup", "v1", "systemd", [])
+    fakes.make_proc(tmp_path / "proc")
+    parser = argparse.ArgumentParser(prog="vpolicy")
+    cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["agent", "--node", "n1", "--once", "--features", "colocation",
+                              "--kubeconfig", str(server.write_kubeconfig(emu.url, tmp_path / "kubeconfig")),
+                              "--cgroup-root", str(tmp_path / "cgroup"), "--proc-root", str(tmp_path / "proc"),
+                              "--sample-seconds", "0"])
+    with caplog.at_level("WARNING", logger="vpolicy.agent.colocation"):
+        assert args.extension(args) == 1
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        'configmap volcano-system/volcano-agent-configuration: globalConfig.evictingConfig.evictingCPUHighWatermark: '
+        'expected an integer, got "90"',
+        "configmap volcano-system/volcano-agent-configuration: globalConfig.cpuQosConfg: unknown key "
+        "(did you mean 'cpuQosConfig'?)"]
