@@ -26,10 +26,6 @@ from vpolicy.model.snapshot import ALLOCATED_STATUSES
 if TYPE_CHECKING:
     from vpolicy.engine.state import JobInfo, NodeInfo, SessionState
 
-# Volcano's NetworkTopologySpec default for highestTierAllowed when a hard-mode job names no tier.
-DEFAULT_HIGHEST_TIER = 1
-
-
 class HyperNodeInfo:
     """One domain as rules see it (`hypernode` in the DSL)."""
 
@@ -139,21 +135,7 @@ def open_topology(state: SessionState) -> SessionTopology:
 def bind_job(topo: SessionTopology, job: JobInfo) -> None:
     spec = job.pg.network_topology
     job.topology_mode = spec.mode if spec is not None else ""
-    job.highest_tier_allowed = highest_tier(topo.tree, spec)
+    job.highest_tier_allowed = topo.tree.highest_tier(spec)
     placed = topo.placed_domain(job) if topo.enabled else ""
     kept = job.pg.annotations.get(hn.ALLOCATED_HYPERNODE_ANNOTATION, "")
     job.allocated_hypernode = placed or (kept if kept in topo.infos else "")
-
-
-def highest_tier(tree: hn.HyperNodeTree, spec: hn.NetworkTopology | None) -> int:
-    """highestTierAllowed, else the tier `highestTierName` names, else Volcano's default (1); a name no
-    HyperNode carries leaves the default, as Volcano's updateJobTier does (it only logs)."""
-    if spec is None:
-        return 0
-    if spec.highest_tier_allowed is not None:
-        return spec.highest_tier_allowed
-    if spec.highest_tier_name:
-        found = tree.tier_of_name(spec.highest_tier_name)
-        if found is not None:
-            return found
-    return DEFAULT_HIGHEST_TIER

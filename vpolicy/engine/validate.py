@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Collection, Iterable, Mapping, Protocol, Sequence
 
+from vpolicy.model.hypernodes import HyperNodeTree
 from vpolicy.model.resources import CPU, MEMORY, PODS, Resources, total
 from vpolicy.model.snapshot import (
     ALLOCATED_STATUSES,
@@ -151,6 +152,7 @@ def validate(snapshot: ClusterSnapshot, document: Mapping[str, object], *, polic
     if gang:
         found += _check_gangs(world, decided)
     found += _check_queues(world, decided)
+    found += _check_topology(world, decided)
     found += _check_reasons(world, decided)
     return found
 
@@ -373,6 +375,34 @@ def _check_gangs(world: _World, decided: _Decided) -> list[Violation]:
             found.append(Violation("gang.bound-below-min-member",
                                    f"podgroup {pg_key} has {bound} pods bound but only {ready + bound} ready "
                                    f"(+{best_effort} pending best-effort) of minMember {pg.min_member}", pg_key))
+    return found
+
+
+# Network topology ------------------------------------------------------------------------------------
+
+def _check_topology(world: _World, decided: _Decided) -> list[Violation]:
+    """A hard-mode job (spec.networkTopology mode hard) the session placed pods for spans no domain above
+    its highest allowed tier: its pods running before and those bound or pipelined now all lie under one
+    HyperNode of at most that tier (a pod on a node in no HyperNode spans the whole cluster)."""
+    hard = [pg for pg in world.podgroups.values()
+            if pg.network_topology is not None and pg.network_topology.mode == "hard"]
+    if not hard or not world.snapshot.hypernodes:
+        return []
+    tree = HyperNodeTree(world.snapshot.hypernodes, ((n.name, n.labels) for n in world.snapshot.nodes if n.ready))
+    placed = decided.placed()
+    found: list[Violation] = []
+    for pg in sorted(hard, key=lambda g: g.key):
+        pods = world.members.get(pg.key, ())
+        new = [placed[p.key] for p in pods if p.key in placed]
+        if not new:
+            continue
+        nodes = new + [p.node_name for p in pods if p.node_name and p.status in ALLOCATED_STATUSES]
+        domain = tree.span_of(nodes)
+        limit = tree.highest_tier(pg.network_topology)
+        if tree.tier(domain) > limit:
+            found.append(Violation("topology.above-highest-tier",
+                                   f"podgroup {pg.key} is hard-mode with highest tier {limit}, but its pods span "
+                                   f"{domain} (tier {tree.tier(domain)})", pg.key))
     return found
 
 

@@ -25,6 +25,8 @@ from vpolicy.source import Span
 # The name Volcano gives the virtual domain above every HyperNode (framework.ClusterTopHyperNode).
 CLUSTER_ROOT = "<cluster-top-hypernode>"
 # The PodGroup annotation older Volcano releases kept a job's allocated HyperNode in.
+# Volcano's NetworkTopologySpec default for highestTierAllowed when a hard-mode job names no tier.
+DEFAULT_HIGHEST_TIER = 1
 ALLOCATED_HYPERNODE_ANNOTATION = "volcano.sh/job-allocated-hypernode"
 
 MemberType = Literal["Node", "HyperNode"]
@@ -228,6 +230,30 @@ class HyperNodeTree:
 
     def tier_of_name(self, tier_name: str) -> int | None:
         return self.tier_names.get(tier_name)
+
+    def highest_tier(self, spec: NetworkTopology | None) -> int:
+        """A job's highest allowed tier: highestTierAllowed, else the tier `highestTierName` names, else
+        Volcano's default 1 (a name no HyperNode carries leaves the default, as Volcano's updateJobTier
+        does: it only logs); 0 without a networkTopology."""
+        if spec is None:
+            return 0
+        if spec.highest_tier_allowed is not None:
+            return spec.highest_tier_allowed
+        if spec.highest_tier_name:
+            found = self.tier_of_name(spec.highest_tier_name)
+            if found is not None:
+                return found
+        return DEFAULT_HIGHEST_TIER
+
+    def span_of(self, nodes: Iterable[str]) -> str:
+        """The lowest domain holding every one of `nodes` (the cluster root when one is in no domain)."""
+        found = ""
+        for node in nodes:
+            leaf = self.leaf_of.get(node)
+            if leaf is None:
+                return CLUSTER_ROOT
+            found = self.lca(found, leaf)
+        return found
 
     def domain_of(self, node: str, tier: int) -> str:
         """The domain of tier `tier` (or the lowest one above it) that holds `node`, "" when none."""

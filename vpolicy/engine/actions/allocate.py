@@ -21,6 +21,7 @@ from vpolicy.model.snapshot import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
 def run(ctx: ActionContext) -> None:
     rt = ctx.runtime
     queues, jobs_by_queue, worksheets = turn_queues(ctx)
+    plan = allocate_topology.joint_plan(ctx, [j for j in ctx.state.jobs.values() if j.key in worksheets])
     while not queues.empty():
         queue = queues.pop()
         if rt.overused(queue):
@@ -34,7 +35,7 @@ def run(ctx: ActionContext) -> None:
         tasks = worksheets[job.key]
         domain = ""
         if allocate_topology.searches_domains(ctx, job):
-            stmt, domain = allocate_topology.allocate_job(ctx, job, tasks)
+            stmt, domain = allocate_topology.allocate_job(ctx, job, tasks, plan=plan)
         else:
             stmt = allocate_tasks(ctx, job, tasks)
         if stmt is not None and rt.job_ready(job):

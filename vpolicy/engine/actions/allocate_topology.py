@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vpolicy.engine import domain_plan, optimize
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.heap import Queue
 from vpolicy.engine.state import JobInfo, TaskInfo
@@ -31,22 +32,42 @@ from vpolicy.model.resources import Resources, total
 @dataclass(slots=True)
 class _Solution:
     domain: str
-    score: float
+    score: tuple[float, ...]
     placements: list[tuple[str, TaskInfo, str]]  # (allocate | pipeline, task, node)
     left: list[TaskInfo]  # the worksheet's tasks not yet popped when the trial ended
 
 
 def searches_domains(ctx: ActionContext, job: JobInfo) -> bool:
-    """Whether the job's gang is placed domain by domain (hard mode, on a cluster with HyperNodes)."""
-    return job.topology_mode == "hard" and ctx.state.topology.enabled
+    """Whether the job's gang is placed domain by domain: hard mode on a cluster with HyperNodes; in
+    optimize mode soft mode too (its gang first tries to stay within its highest tier, then, as soft
+    mode allows, anywhere)."""
+    if not ctx.state.topology.enabled:
+        return False
+    return job.topology_mode == "hard" or (ctx.optimize and job.topology_mode == "soft")
 
 
-def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo]) -> tuple[Statement | None, str]:
+def joint_plan(ctx: ActionContext, jobs: list[JobInfo]) -> dict[str, str]:
+    """optimize mode: the domain each pending topology gang should go to, planned for all at once
+    (`engine.domain_plan`); empty in volcano mode."""
+    if not ctx.optimize or not ctx.state.topology.enabled:
+        return {}
+    gangs = [j for j in jobs if searches_domains(ctx, j)]
+    return domain_plan.plan_domains(ctx.state, gangs, lambda j: domain_gradients(ctx, j), optimize.gpus)
+
+
+def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
+                 plan: dict[str, str] | None = None) -> tuple[Statement | None, str]:
     """The statement placing the job's gang in the best domain of the lowest tier that holds it, and
-    that domain ("" when none does); `tasks` is left holding what the chosen trial did not reach."""
+    that domain ("" when none does); `tasks` is left holding what the chosen trial did not reach.
+
+    Volcano mode keeps the domain its `hypernode_order` rules score highest. Optimize mode tries the
+    planned domain first and keeps it when the gang fits there; otherwise it keeps the domain left with
+    the fewest free GPUs (best fit), the rules' score breaking ties; a soft-mode gang that fits no
+    allowed domain is then allocated over the whole cluster, as soft mode allows."""
     from vpolicy.engine.actions.allocate import allocate_tasks  # allocate dispatches here
 
     rt, topo = ctx.runtime, ctx.state.topology
+    planned = (plan or {}).get(job.key, "")
     pending = _drain(tasks)
     original = job.allocated_hypernode
     tried: list[list[str]] = []
@@ -56,18 +77,24 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo]) -> tu
         for group in domain_gradients(ctx, job):
             tried.append(group)
             best: _Solution | None = None
+            if planned in group:
+                group = [planned, *(n for n in group if n != planned)]
             for name in group:
                 info = topo.info(name)
-                score = float(sum(rt.ask(rule, job, info) for rule in rt.rules("hypernode_order")))
+                score: tuple[float, ...] = (float(sum(rt.ask(rule, job, info) for rule in rt.rules("hypernode_order"))),)
                 job.failed_roles.clear()  # Volcano's ResetFitErr: each domain starts clean
                 worksheet = rt.task_queue(pending)
                 stmt = allocate_tasks(ctx, job, worksheet, within=topo.mask(name))
                 if stmt is not None and stmt.ops:
+                    if ctx.optimize:
+                        score = (-float(optimize.gpus(info.idle)), *score)
                     if best is None or score > best.score:
                         best = _Solution(name, score, [(op.kind, op.task, op.task.node_name) for op in stmt.ops],
                                          _drain(worksheet))
                     stmt.discard()
                 job.allocated_hypernode = original
+                if best is not None and best.domain == planned:
+                    break  # optimize: the plan holds
             if best is not None:
                 final = ctx.statement()
                 for kind, task, node in best.placements:
@@ -82,6 +109,8 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo]) -> tu
         placement.sample = sample
     for task in pending:
         tasks.push(task)
+    if job.topology_mode == "soft":  # optimize mode only: no allowed domain holds it; soft mode spreads
+        return allocate_tasks(ctx, job, tasks), ""
     ctx.job_reasons[job.key] = unplaced_reason(topo, job, pending, tried)
     return None, ""
 
