@@ -135,11 +135,11 @@ def generate(size: Size, *, seed: int = 1) -> tuple[ClusterSnapshot, list[Gang]]
         tier = 1 if gpus <= leaf_max // 2 or mode == "soft" else 2
         key = f"g{len(gangs)}"
         per_pod = NODE_GPUS if gpus >= 16 or rng.random() < 0.5 else 4
-        members = gpus // per_pod
-        groups.append(PodGroup("ns", key, key, queue="q", min_member=members, phase=PodGroupPhase.INQUEUE,
+        pod_count = gpus // per_pod
+        groups.append(PodGroup("ns", key, key, queue="q", min_member=pod_count, phase=PodGroupPhase.INQUEUE,
                                creation=float(len(gangs)),
                                network_topology=hn.NetworkTopology(mode, tier)))  # type: ignore[arg-type]  # reason: literal drawn above
-        pods.extend(_pod(f"{key}-{j}", key, per_pod, creation=float(len(gangs))) for j in range(members))
+        pods.extend(_pod(f"{key}-{j}", key, per_pod, creation=float(len(gangs))) for j in range(pod_count))
         gangs.append(Gang(f"ns/{key}", gpus, mode, tier))
         wanted += gpus
     snapshot = ClusterSnapshot(nodes=tuple(nodes), pods=tuple(pods), podgroups=tuple(groups),
