@@ -15,8 +15,10 @@ resource is back under its low watermark). Node status: `kubernetes.io/batch-cpu
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cluster_adapter.colocation import cgroups, config, handlers, policy, probes, qos
@@ -167,6 +169,16 @@ class ColocationAgent:
             out.notes.append("every resource is under its low watermark: BE pods may be placed here again")
         elif evicting:
             out.annotations[EVICTING_KEY] = "true"
+
+
+def cpu_manager_static(kubelet_root: Path) -> bool:
+    """Whether the kubelet's cpu manager pins cpus (`policyName: static` in its cpu_manager_state): then
+    Guaranteed pods' cpus are theirs alone and are not lent (Volcano's IncludeGuaranteedPods)."""
+    try:
+        state = json.loads((kubelet_root / "cpu_manager_state").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(state, dict) and state.get("policyName") == "static"
 
 
 def _allocatable(node: Mapping[str, Any]) -> dict[str, int]:

@@ -6,6 +6,7 @@
                   colocation:   [--cgroup-root /sys/fs/cgroup] [--proc-root /proc] [--cgroup-driver cgroupfs|systemd]
                                 [--config-namespace volcano-system] [--oversubscription-ratio 60]
                                 [--include-system-usage] [--sample-seconds 1] [--metrics-port N]
+                                [--kubelet-root-dir /var/lib/kubelet]
 
 `vpolicy/cli.py` finds it through the entry point group `vpolicy.commands` (pyproject.toml), so the
 engine never imports the adapter. One binary, features switched by flags and by the
@@ -60,6 +61,9 @@ def register(subparsers: Any) -> None:
                    help="count the whole machine's usage (system daemons too), not only the pods'")
     p.add_argument("--sample-seconds", type=float, default=1.0,
                    help="with --once: seconds between the two usage samples (default %(default)s)")
+    p.add_argument("--kubelet-root-dir", type=Path, default=Path("/var/lib/kubelet"),
+                   help="where the kubelet keeps cpu_manager_state: with the static policy, Guaranteed pods' "
+                        "cpus are pinned and not lent (default %(default)s)")
     p.add_argument("--metrics-port", type=int, default=0,
                    help="serve the colocation side's /healthz and /metrics on this port (default: off)")
     p.set_defaults(extension=main)
@@ -128,7 +132,8 @@ def _serve(args: argparse.Namespace, backend: Any, *, colocation: bool) -> int:
         tree = cgroups.CgroupTree.detect(args.cgroup_root, driver=args.cgroup_driver)
         writer = cgroups.writer_for(tree)
         settings = coloc.ColocationSettings(node=args.node, ratio_percent=args.oversubscription_ratio,
-                                            include_system_usage=args.include_system_usage)
+                                            include_system_usage=args.include_system_usage,
+                                            pinned_guaranteed_cpus=coloc.cpu_manager_static(args.kubelet_root_dir))
         colo_agent = coloc.ColocationAgent(settings, writer, probes.CgroupProcProbe(writer, args.proc_root))
         logging.getLogger("vpolicy.agent").info("colocation: cgroup %s (%s driver) at %s", tree.version,
                                                 tree.driver, tree.root)

@@ -128,3 +128,25 @@ def test_be_pods_batch_requests_and_limits_reach_their_cgroup(tmp_path: Path, ve
     else:
         assert (fakes.read(cpu_dir / "cpu.weight"), fakes.read(cpu_dir / "cpu.max")) == ("150", "300000 100000")
         assert fakes.read(mem_dir / "memory.max") == str(2 * GiB)
+
+
+@pytest.mark.parametrize("state, pinned", [
+    pytest.param('{"policyName":"static","defaultCpuSet":"0-7","checksum":1}', True, id="static"),
+    pytest.param('{"policyName":"none","defaultCpuSet":"","checksum":1}', False, id="none"),
+    pytest.param(None, False, id="no-file"),
+])
+def test_the_cpu_manager_policy_decides_whether_guaranteed_cpus_are_lent(tmp_path: Path, state: str | None,
+                                                                          pinned: bool) -> None:
+    if state is not None:
+        (tmp_path / "cpu_manager_state").write_text(state)
+    assert agent.cpu_manager_static(tmp_path) == pinned
+
+
+def test_pinned_guaranteed_pods_cpus_are_not_lent(tmp_path: Path) -> None:
+    g = fakes.pod("db", level="LC", cpu="2", memory="1Gi", limits={"cpu": "2", "memory": "1Gi"})
+    tree = fakes.make_tree(tmp_path, "v2", "cgroupfs", [g])
+    colo = agent.ColocationAgent(agent.ColocationSettings("n1", pinned_guaranteed_cpus=True),
+                                 cgroups.writer_for(tree), probes.StaticProbe(usage(1000)))
+    node = fakes.node(labels=LABELS)
+    tick = colo.tick(node, [g], cfg_for(node), now=0)
+    assert tick.status["allocatable"][qos.BATCH_CPU] == str((8000 - 2000 - 1000) * 60 // 100)

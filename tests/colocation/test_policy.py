@@ -88,3 +88,25 @@ def test_evictions_never_take_an_online_pod_and_stop_at_the_low_watermark(
     assert left <= target or not offline_left  # enough was evicted, or nothing offline is left to take
     if plan:  # and not one pod more than needed
         assert left + (usage[plan[-1].pod.uid] or 0) > target
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 64000), st.lists(st.integers(0, 64000), min_size=1, max_size=30), st.integers(1, 100),
+       st.integers(0, 50), st.integers(0, 50))
+def test_the_be_quota_never_exceeds_the_budget_nor_recovers_faster_than_allowed(
+        allocatable: int, online_series: list[int], threshold: int, recover: int, jitter: int) -> None:
+    last: int | None = None
+    for online in online_series:
+        budget = max(allocatable * threshold // 100 - online, 0)
+        new = policy.be_cpu_quota(allocatable_cpu_milli=allocatable, online_cpu_milli=online,
+                                  threshold_percent=threshold, last_quota_milli=last, recover_percent=recover,
+                                  jitter_percent=jitter)
+        if new is None:  # kept: only a change within the jitter band (or none at all) is skipped
+            assert last is not None
+            candidate = min(budget, last + last * recover // 100) if last > 0 else budget
+            assert candidate == last or abs(candidate - last) < last * jitter // 100
+            continue
+        assert 0 <= new <= budget  # never more than the online pods leave
+        if last is not None and last > 0 and new > last:
+            assert new <= last + last * recover // 100  # recovery is gradual
+        last = new
