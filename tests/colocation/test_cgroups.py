@@ -138,3 +138,24 @@ def test_the_probe_reads_rates_from_the_tree_and_the_machine_from_proc(tmp_path:
     assert second.per_pod["uid-be"].cpu_milli == 1000 and second.per_pod["uid-lc"].cpu_milli == 0
     assert second.pods_memory == 5 << 30
     assert (second.node_cpu_milli, second.node_memory) == (4000, 6 << 30)
+
+
+def test_v1_memory_qos_marks_only_offline_pods(tmp_path: Path) -> None:
+    lc = fakes.pod("lc", level="LC", cpu="1", memory="2Gi")
+    be = fakes.pod("be", level="BE", batch_memory=1 << 30)
+    tree = fakes.make_tree(tmp_path, "v1", "systemd", [lc, be])
+    cfg = config.for_node({"globalConfig": {"memoryQosConfig": {"enable": True}}},
+                          fakes.node(labels={config.COLOCATION_LABEL: "true"}))
+    writer = cgroups.writer_for(tree)
+    writes = [w for p in (lc, be) for w in handlers.apply_pod(writer, qos.pod_info(p), cfg)]
+    be_dir = tree.pod_dir("BestEffort", "uid-be", "memory")
+    assert [w.path for w in writes] == [str(be_dir / "memory.qos_level"), str(be_dir / "container-0/memory.qos_level")]
+    assert fakes.read(be_dir / "memory.qos_level") == "-1"
+    assert fakes.read(tree.pod_dir("Burstable", "uid-lc", "memory") / "memory.qos_level") == "0"
+
+
+def test_switched_off_features_write_nothing(tmp_path: Path) -> None:
+    ls = fakes.pod("ls", level="LS", cpu="1", annotations={handlers.BURST_ENABLED_KEY: "true"})
+    tree = fakes.make_tree(tmp_path, "v2", "cgroupfs", [ls])
+    cfg = config.for_node({}, fakes.node(labels={config.COLOCATION_LABEL: "true"}))  # all off by default
+    assert handlers.apply_pod(cgroups.writer_for(tree), qos.pod_info(ls), cfg) == []
