@@ -23,7 +23,6 @@ import json
 import os
 import random
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,7 @@ from vpolicy.load import manifest
 
 CACHE = Path(os.environ.get("VPOLICY_CACHE", Path.home() / ".cache" / "vpolicy")) / "dumps"
 FORMATS = ("yaml", "json")
-VERSION = 1  # bump when the noise changes, so cached dumps are rewritten
+VERSION = 2  # bump when the noise changes, so cached dumps are rewritten
 _CONF = Path(__file__).resolve().parent.parent / "examples"
 _IMAGES = ("registry.k8s.io/kube-proxy", "docker.io/library/python", "nvcr.io/nvidia/pytorch",
            "ghcr.io/example/trainer", "quay.io/prometheus/node-exporter", "docker.io/calico/node",
@@ -92,7 +91,8 @@ def _noisy_pod(pod: dict[str, Any], rng: random.Random, serial: int) -> dict[str
     if group:
         meta["ownerReferences"] = [{"apiVersion": "batch.volcano.sh/v1alpha1", "blockOwnerDeletion": True,
                                     "controller": True, "kind": "Job", "name": group, "uid": _uid(rng)}]
-    image = f"{rng.choice(_IMAGES)}:v1.{rng.randrange(30)}.{rng.randrange(10)}"
+    per_job = random.Random(group or meta["name"])  # a job's pods run one image, as a controller makes them
+    image = f"{per_job.choice(_IMAGES)}:v1.{per_job.randrange(30)}.{per_job.randrange(10)}"
     container = spec["containers"][0]
     container.update({
         "image": image, "imagePullPolicy": "IfNotPresent", "command": ["python", "-m", "trainer"],
@@ -278,21 +278,26 @@ def conf_path() -> Path:
 
 def run_once(dump: Path, *, extra: Sequence[str] = ()) -> dict[str, Any]:
     """One `vpolicy dry-run` as a child: wall seconds, peak RSS (MiB), the child's own phase timings."""
-    with tempfile.NamedTemporaryFile("r", suffix=".json") as timings:
+    with tempfile.NamedTemporaryFile("r", suffix=".json") as timings, tempfile.TemporaryFile() as out, \
+            tempfile.TemporaryFile() as err:
         env = {**os.environ, "VPOLICY_TIMINGS": timings.name}
         command = [sys.executable, "-m", "vpolicy", "dry-run", "--cluster", str(dump), "--conf", str(conf_path()),
                    "--output", "json", *extra]
         start = time.perf_counter()
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        out, err = child.communicate()
+        env["VPOLICY_SPAWNED_AT"] = repr(time.time())
+        child = subprocess.Popen(command, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - start
-        _, status, usage = os.wait4(child.pid, 0) if child.returncode is None else (0, 0, None)
-        if child.returncode not in (0, 2):
-            raise RuntimeError(f"dry-run failed ({child.returncode}): {err.decode()[-2000:]}")
+        code = os.waitstatus_to_exitcode(status)
+        child.returncode = code
+        if code != 0:
+            err.seek(0)
+            raise RuntimeError(f"dry-run failed ({code}): {err.read().decode()[-2000:]}")
+        out.seek(0)
+        decisions = out.read()
         phases = json.loads(Path(timings.name).read_text() or "{}")
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if usage is None else usage.ru_maxrss / 1024
-    return {"wall_s": round(wall, 3), "peak_rss_mib": round(rss), "phases": phases,
-            "decisions_sha256": hashlib.sha256(out).hexdigest()[:16]}
+    return {"wall_s": round(wall, 3), "peak_rss_mib": round(usage.ru_maxrss / 1024), "phases": phases,
+            "decisions_sha256": hashlib.sha256(decisions).hexdigest()[:16]}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

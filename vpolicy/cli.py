@@ -157,8 +157,10 @@ def _reader_gone() -> int:
 
 
 def _dry_run(args: argparse.Namespace) -> int:
+    from vpolicy import phases
     from vpolicy.harness import dryrun, report
 
+    phases.mark("startup")
     run = dryrun.dry_run(args.cluster, policy=args.policy, conf=args.conf)
     for warning in run.snapshot.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -172,6 +174,8 @@ def _dry_run(args: argparse.Namespace) -> int:
     else:
         report.write_tables(doc, sys.stdout)
         dryrun.write_explain_table(doc, sys.stdout)
+    phases.mark("report")
+    phases.write()
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence, TextIO
 
+from vpolicy import phases
 from vpolicy.engine.session import SessionResult, run_session
 from vpolicy.harness import policy as policies
 from vpolicy.load.cluster import load_cluster
@@ -34,7 +35,10 @@ def dry_run(cluster: Sequence[str], *, policy: str | None = None, conf: str | No
             now: float = 0.0) -> DryRun:
     snapshot = load_cluster(list(cluster))
     compiled = policies.resolve(snapshot, policy=policy, conf=conf)
-    return DryRun(snapshot, run_session(snapshot, compiled, now=now), compiled.warnings)
+    phases.mark("compile")
+    result = run_session(snapshot, compiled, now=now)
+    phases.mark("session")
+    return DryRun(snapshot, result, compiled.warnings)
 
 
 def write_explain_table(doc: dict[str, object], out: TextIO) -> None:

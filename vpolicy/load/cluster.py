@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from vpolicy import phases
 from vpolicy.errors import Diagnostic, PolicyError
 from vpolicy.load import budgets, dumpfile, kinds, topology, vcjob
 from vpolicy.load.fields import Problems, View
@@ -77,7 +78,9 @@ def load_cluster(paths: Sequence[str | Path] | str | Path, *, fast: bool | None 
         for view in dumpfile.read_objects(path, problems, wanted=_wanted, fast=fast):
             _collect(view, objects)
     _warn_ignored(objects, problems)
+    phases.mark("read")
     cluster = _build(objects, problems)
+    phases.mark("build snapshot")
     if problems.diagnostics:
         raise PolicyError(problems.diagnostics)
     return cluster

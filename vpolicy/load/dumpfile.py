@@ -488,16 +488,16 @@ class FastObject:
         return self._dump.name
 
     def node_span(self, node: Any) -> Span:
-        return LazySpan(functools.partial(self._resolve, "node_span", node, None))
+        return LazySpan(self._resolve, "node_span", node, None)
 
     def key_span(self, mapping: Any, key: Any) -> Span:
-        return LazySpan(functools.partial(self._resolve, "key_span", mapping, key))
+        return LazySpan(self._resolve, "key_span", mapping, key)
 
     def value_span(self, mapping: Any, key: Any) -> Span:
-        return LazySpan(functools.partial(self._resolve, "value_span", mapping, key))
+        return LazySpan(self._resolve, "value_span", mapping, key)
 
     def item_span(self, seq: Any, index: int) -> Span:
-        return LazySpan(functools.partial(self._resolve, "item_span", seq, index))
+        return LazySpan(self._resolve, "item_span", seq, index)
 
     def value_text(self, mapping: Any, key: Any) -> str:
         value = mapping.get(key)

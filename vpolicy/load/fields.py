@@ -16,6 +16,7 @@ big dumps read by a C parser, and objects from the API server.
 from __future__ import annotations
 
 import datetime
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
@@ -46,6 +47,13 @@ class Problems:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     file_order: dict[str, int] = field(default_factory=dict)  # files in the order they were read
     _warnings: list[tuple[tuple[int, int, int], str]] = field(default_factory=list)
+    # What readers found in identical input (a job's pods share one spec), valid for this load only; an
+    # entry is kept only for input that reported nothing, as reports carry the position of their object.
+    memo: dict[Any, Any] = field(default_factory=dict)
+
+    def count(self) -> int:
+        """How many errors and warnings so far (a reader compares before and after to see it reported none)."""
+        return len(self.diagnostics) + len(self._warnings)
 
     def error(self, code: str, message: str, span: Span, help: str,
               related: tuple[tuple[Span, str], ...] = ()) -> None:
@@ -257,7 +265,7 @@ class View:
             return None
         written = self.file.value_text(self.node, key)
         try:
-            amount = quantity.parse_quantity(written, resource)
+            amount = _parse_quantity(written, resource)
         except ValueError as exc:
             self.problems.error(BAD_QUANTITY, f"{self.field_path(key)}: {exc}", self.value_span(key), QUANTITY_HELP)
             return None
@@ -280,7 +288,7 @@ class View:
         if self.node.get(key) is None:
             return None
         try:
-            return quantity.parse_value(self.file.value_text(self.node, key))
+            return _parse_value(self.file.value_text(self.node, key))
         except ValueError:
             return None
 
@@ -308,6 +316,12 @@ class View:
             self.wrong_type(key, "a list")
             return []
         return value
+
+
+# A dump repeats a few quantities ("500m", "1Gi") thousands of times; exact parsing goes through Fractions.
+# (Errors are not cached: a ValueError is raised again each time, and reported where it is written.)
+_parse_quantity = functools.lru_cache(maxsize=8192)(quantity.parse_quantity)
+_parse_value = functools.lru_cache(maxsize=1024)(quantity.parse_value)
 
 
 def too_large(written: str, amount: int, resource: str) -> str | None:

@@ -20,9 +20,10 @@ from vcjobs (`vpolicy.load.vcjob` does, reusing `read_pod_spec`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, cast
 
+import msgspec
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.scalarstring import LiteralScalarString
 
@@ -132,7 +133,7 @@ def read_node(obj: View) -> snapshot.Node | None:
 
 def read_pod(obj: View, *, class_values: Mapping[str, int]) -> snapshot.Pod | None:
     meta = read_meta(obj, namespaced=True)
-    spec = read_pod_spec(obj.mapping("spec"))
+    spec = _read_pod_spec_once(obj.mapping("spec"))
     status = obj.mapping("status")
     phase = status.choice("phase", _POD_PHASES, default="Pending") if status else "Pending"
     if meta is None:
@@ -160,6 +161,31 @@ def _scheduled_at(status: View | None) -> float:
         if condition.text("type") == "PodScheduled" and condition.text("status") == "True":
             return condition.timestamp("lastTransitionTime") or 0.0
     return 0.0
+
+
+def _read_pod_spec_once(spec: View | None) -> PodSpec:
+    """`read_pod_spec`, once per distinct spec (nodeName aside) in one load of a big dump: the pods of a job
+    share their spec, and reading one costs more than all the rest of the pod. Only specs that reported
+    nothing are reused (a report names its own object's position); only objects decoded by the fast path
+    are keyed (their keys are all strings, so the JSON text of the spec identifies it)."""
+    if spec is None or isinstance(spec.file, YamlFile):
+        return read_pod_spec(spec)
+    node_name = spec.node.get("nodeName")
+    if node_name is not None and not isinstance(node_name, str):
+        return read_pod_spec(spec)
+    try:
+        key = ("PodSpec", msgspec.json.encode({k: v for k, v in spec.node.items() if k != "nodeName"}))
+    except (TypeError, msgspec.EncodeError):
+        return read_pod_spec(spec)
+    memo = spec.problems.memo
+    found: PodSpec | None = memo.get(key)
+    if found is not None:
+        return replace(found, node_name=node_name or "")
+    before = spec.problems.count()
+    read = read_pod_spec(spec)
+    if spec.problems.count() == before:
+        memo[key] = read
+    return read
 
 
 def read_pod_spec(spec: View | None) -> PodSpec:

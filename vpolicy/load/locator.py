@@ -38,22 +38,25 @@ class Locator(Protocol):
 
 
 class LazySpan(Span):
-    """A span whose position is found on first use (`resolve()` returns the real Span)."""
+    """A span whose position is found on first use: `resolve(*args)` returns the real Span. (Arguments
+    rather than a closure: a big dump makes hundreds of thousands of these and reads almost none.)"""
 
-    __slots__ = ("_resolve", "_span")
+    __slots__ = ("_resolve", "_args", "_span")
 
-    def __init__(self, resolve: Callable[[], Span]):  # noqa: D107  # (Span's generated __init__ is bypassed)
+    def __init__(self, resolve: Callable[..., Span], *args: Any):  # (Span's generated __init__ is bypassed)
         object.__setattr__(self, "_resolve", resolve)
+        object.__setattr__(self, "_args", args)
         object.__setattr__(self, "_span", None)
 
     def resolved(self) -> Span:
         span: Span | None = object.__getattribute__(self, "_span")
         if span is None:
-            span = object.__getattribute__(self, "_resolve")()
+            span = object.__getattribute__(self, "_resolve")(*object.__getattribute__(self, "_args"))
             while isinstance(span, LazySpan):
                 span = span.resolved()
             object.__setattr__(self, "_span", span)
             object.__setattr__(self, "_resolve", None)  # let the re-read text go
+            object.__setattr__(self, "_args", ())
         return span
 
     @property

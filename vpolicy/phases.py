@@ -1,0 +1,33 @@
+"""Wall time of each phase of one command, written out for the benchmarks (`VPOLICY_TIMINGS=FILE`).
+
+`benchmarks.dumps` times `vpolicy dry-run` as a child process and wants to know where the seconds go:
+start-up (interpreter and imports), read (parsing the dump), build snapshot (the readers), compile,
+session, report. Each phase's end is `mark`ed where it happens; `write` puts the marks in FILE as JSON
+when the variable is set, and does nothing otherwise (the marks cost a clock read each). Start-up counts
+from `VPOLICY_SPAWNED_AT` (epoch seconds, set by the parent just before it starts the child).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+_marks: dict[str, float] = {}
+_last: list[float] = []
+
+
+def mark(phase: str) -> None:
+    """The phase that ends now; the first mark's phase counts from the process's spawn when known."""
+    now = time.time()
+    if not _last:
+        spawned = os.environ.get("VPOLICY_SPAWNED_AT")
+        _last.append(float(spawned) if spawned else now)
+    _marks[phase] = _marks.get(phase, 0.0) + now - _last[-1]
+    _last.append(now)
+
+
+def write() -> None:
+    path = os.environ.get("VPOLICY_TIMINGS")
+    if path:
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump({k: round(v, 3) for k, v in _marks.items()}, out)
