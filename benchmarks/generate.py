@@ -20,6 +20,13 @@ Workloads differ in how the cluster is filled and what is pending:
   or two of 4 or 8 GPUs, the rest filled by the team's low-priority 1- and 2-GPU pods (most running
   GPU jobs elastic, minMember 1); CPU nodes 50-80% used; high-priority GPU gangs of 4- or 8-GPU pods,
   already Inqueue, pending in the same queues for about 30% of the cluster's GPUs.
+- `reclaim`: two queues have borrowed the cluster while others were idle: `research-rl` and
+  `research-vision` own every GPU node (full, as in `preemption`), `analytics` and `prod-batch` fill
+  the CPU nodes to 60-90%, in elastic jobs (minMember 1) seven times in ten, so both hold far more than
+  their weight deserves. The queues that lent it, `prod-training` and `research-nlp`, now ask for
+  GPUs (normal or high gangs of 4- or 8-GPU pods, already Inqueue, about 30% of the cluster's GPUs), and
+  they and `prod-inference` for CPU: allocate places what free room allows and reclaim takes back
+  the rest from the borrowers.
 
 The same (size, workload, seed) always gives the same snapshot; the sizes S, M and L differ only in
 counts (10 pending pods per node). This module only builds data; `benchmarks.run` times sessions.
@@ -93,7 +100,12 @@ SIZES = {
     "M": Size("M", 1_000, 10_000),
     "L": Size("L", 5_000, 50_000),
 }
-WORKLOADS = ("steady", "fragmentation", "preemption")
+WORKLOADS = ("steady", "fragmentation", "preemption", "reclaim")
+# The reclaim workload: the queues holding more than they deserve, and the ones asking for it back.
+GPU_BORROWERS = (("research-rl", 1), ("research-vision", 2))
+CPU_BORROWERS = (("analytics", 2), ("prod-batch", 2))
+GPU_LENDERS = (("prod-training", 4), ("research-nlp", 2))
+CPU_LENDERS = (("prod-training", 4), ("research-nlp", 2), ("prod-inference", 3))
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +237,7 @@ class _Builder:
     def _fill_running(self, cpu_nodes: Sequence[snap.Node], gpu_nodes: Sequence[snap.Node]) -> list[int]:
         """Fill nodes with Running pods of Running PodGroups; returns the GPUs used on each GPU node."""
         rng, workload = self.rng, self.workload
-        low, high = (0.5, 0.8) if workload == "preemption" else (0.15, 0.55)
+        low, high = {"preemption": (0.5, 0.8), "reclaim": (0.6, 0.9)}.get(workload, (0.15, 0.55))
 
         def cpu_target(node: snap.Node) -> Resources:
             f = rng.uniform(low, high)
@@ -233,8 +245,8 @@ class _Builder:
                               "pods": CPU_NODE["pods"]})
 
         def cpu_job() -> _Job:
-            return self._new_job(_pick_queue(rng, gpu=False), "normal", self._cpu_request(),
-                                 rng.randint(1, 16), gpu=False)
+            queue = _weighted(rng, CPU_BORROWERS) if workload == "reclaim" else _pick_queue(rng, gpu=False)
+            return self._new_job(queue, "normal", self._cpu_request(), rng.randint(1, 16), gpu=False)
 
         self._fill(cpu_nodes, cpu_target, cpu_job)
         if workload == "steady":
@@ -247,7 +259,7 @@ class _Builder:
             sizes, priority = ((1, 60), (2, 40)), "normal"
         else:
             totals = {n.name: 8 if rng.random() < 0.9 else rng.choice((6, 7)) for n in gpu_nodes}
-            self._fill_team_nodes(gpu_nodes, totals)
+            self._fill_team_nodes(gpu_nodes, totals, GPU_BORROWERS if workload == "reclaim" else None)
             return self._gpus_used(gpu_nodes)
 
         targets = iter(used)
@@ -263,14 +275,16 @@ class _Builder:
         self._fill(gpu_nodes, gpu_target, gpu_job)
         return self._gpus_used(gpu_nodes)
 
-    def _fill_team_nodes(self, gpu_nodes: Sequence[snap.Node], totals: dict[str, int]) -> None:
+    def _fill_team_nodes(self, gpu_nodes: Sequence[snap.Node], totals: dict[str, int],
+                         owners: Sequence[tuple[str, int]] | None = None) -> None:
         """The preemption workload's GPU nodes: each belongs to one GPU team (a queue, by weight), as
         with per-team node pools; normal-priority training pods of 4 or 8 GPUs come first (4 GPUs' worth
         on 80% of the nodes, 8 on 20%), then the team's low-priority 1- and 2-GPU experiments fill
         the node to `totals` GPUs. A preemptor that needs 4 GPUs can then take one training pod, or the
-        several small pods that Volcano's lowest-priority-first victim order evicts."""
+        several small pods that Volcano's lowest-priority-first victim order evicts. `owners`: the
+        (queue, weight) teams to choose from (default: every GPU team)."""
         rng = self.rng
-        team = {n.name: _pick_queue(rng, gpu=True) for n in gpu_nodes}
+        team = {n.name: _weighted(rng, owners) if owners else _pick_queue(rng, gpu=True) for n in gpu_nodes}
         training = {n.name: _weighted(rng, ((4, 80), (8, 20))) for n in gpu_nodes}
 
         def up_to(limit: dict[str, int]) -> Callable[[snap.Node], Resources]:
@@ -280,7 +294,8 @@ class _Builder:
             return lambda: self._new_job(queue, priority, self._gpu_request(_weighted(rng, sizes)),
                                          rng.randint(1, 8), gpu=True)
 
-        teams = [(queue, [n for n in gpu_nodes if team[n.name] == queue]) for queue in GPU_QUEUES]
+        teams = [(queue, [n for n in gpu_nodes if team[n.name] == queue])
+                 for queue in ([q for q, _w in owners] if owners else GPU_QUEUES)]
         for queue, nodes in teams:
             self._fill(nodes, up_to(training), jobs_of(queue, "normal", ((4, 60), (8, 40))))
         used = self._used_by_node()
@@ -344,7 +359,7 @@ class _Builder:
 
     def _close_running(self, job: _Job) -> None:
         replicas = len(job.pods)
-        elastic = self.workload == "preemption" and job.gpu and self.rng.random() < 0.7
+        elastic = (self.workload == "preemption" and job.gpu or self.workload == "reclaim") and self.rng.random() < 0.7
         min_member = 1 if elastic else replicas
         self.pods.extend(job.pods)
         self.podgroups.append(self._podgroup(job, min_member, snap.PodGroupPhase.RUNNING,
@@ -391,23 +406,32 @@ class _Builder:
                                                                                              (4, 15))),
                                                         sizes=((1, 60), (2, 30), (4, 10))),
                               some_inqueue)
-        else:
+        elif self.workload == "preemption":
             total_gpus = 8 * len(gpu_used)
             asked = gpu_jobs(int(0.3 * total_gpus),
                              lambda: self._pending_job(gpu=True, gpus_per_pod=_weighted(rng, ((4, 2), (8, 1))),
                                                        priority=rng.choice(("high", "urgent")),
                                                        sizes=((1, 30), (2, 30), (4, 30), (8, 10))),
                              lambda: True)
+        else:
+            asked = gpu_jobs(int(0.3 * 8 * len(gpu_used)),
+                             lambda: self._pending_job(gpu=True, gpus_per_pod=_weighted(rng, ((4, 2), (8, 1))),
+                                                       priority=rng.choice(("normal", "high")),
+                                                       sizes=((1, 30), (2, 30), (4, 30), (8, 10)),
+                                                       queues=GPU_LENDERS),
+                             lambda: True)
         while pods_left > 0:
             cpu_priority = _weighted(rng, (("low", 40), ("normal", 60))) if self.workload == "preemption" else None
-            add(self._pending_job(gpu=False, priority=cpu_priority), some_inqueue())
+            add(self._pending_job(gpu=False, priority=cpu_priority,
+                                  queues=CPU_LENDERS if self.workload == "reclaim" else None), some_inqueue())
         rng.shuffle(jobs)
         for arrival, (job, inqueue) in enumerate(jobs):
             self._emit_pending(job, inqueue, BASE_TIME + 20.0 * arrival)
         return asked
 
     def _pending_job(self, *, gpu: bool, gpus_per_pod: int | None = None, priority: str | None = None,
-                     sizes: tuple[tuple[int, int], ...] | None = None) -> _Job:
+                     sizes: tuple[tuple[int, int], ...] | None = None,
+                     queues: Sequence[tuple[str, int]] | None = None) -> _Job:
         rng = self.rng
         replicas = _weighted(rng, sizes or (_GPU_GANG_SIZES if gpu else _GANG_SIZES))
         if sizes is None and replicas > 1 and rng.random() < 0.3:
@@ -416,7 +440,7 @@ class _Builder:
             request = self._gpu_request(gpus_per_pod or _weighted(rng, _GPUS_PER_POD))
         else:
             request = self._cpu_request()
-        queue = _pick_queue(rng, gpu=gpu)
+        queue = _weighted(rng, queues) if queues else _pick_queue(rng, gpu=gpu)
         return self._new_job(queue, priority or _weighted(rng, _PENDING_PRIORITIES), request, replicas, gpu=gpu)
 
     def _emit_pending(self, job: _Job, inqueue: bool, creation: float) -> None:

@@ -1,6 +1,6 @@
 """`python -m benchmarks.run`: time scheduling sessions on generated clusters, per engine mode.
 
-    python -m benchmarks.run --size S|M|L --workload steady|fragmentation|preemption
+    python -m benchmarks.run --size S|M|L --workload steady|fragmentation|preemption|reclaim
         [--mode volcano|optimize|both] [--runs 5] [--seed N] [--json]
         [--nodes N --pending-pods P] [--timeout SECONDS] [--profile FILE]
         [--optimize-budget 1s|unlimited]
@@ -13,7 +13,7 @@ modes into one object (DESIGN §7's figures plus the optimize/volcano ratios) an
 as a table (`benchmarks.table`).
 
 `volcano` runs Volcano's built-in conf (`enqueue, allocate, backfill`; `enqueue, allocate, preempt,
-backfill` for the preemption workload); `optimize` runs the same conf with `run_session(mode="optimize")`
+backfill` for the preemption workload, `reclaim` in its place for the reclaim workload); `optimize` runs the same conf with `run_session(mode="optimize")`
 (`vpolicy.engine.optimize`: GPU best fit over every feasible node, cheapest victim sets) within the
 conf's session budget (1 s of optimize's own work beyond Volcano's runs, or `--optimize-budget`: an
 evicting action's optimize run that does not fit keeps Volcano's, and `optimize_runs` says which run
@@ -50,20 +50,24 @@ from vpolicy.model.snapshot import ClusterSnapshot
 
 MODES = ("volcano", "optimize")
 PREEMPT_ACTIONS = "enqueue, allocate, preempt, backfill"
+# the evicting action each workload adds to Volcano's default conf, after allocate
+EVICTING_ACTIONS = {"preemption": PREEMPT_ACTIONS, "reclaim": "enqueue, allocate, reclaim, backfill"}
 
 
 def policy_for(workload: str, *, optimize_budget: str | None = None) -> CompiledPolicy:
-    """Volcano's built-in conf; the preemption workload adds `preempt` before `backfill`.
-    `optimize_budget` (`parse_budget`'s text) replaces the conf's session budget for optimize mode."""
-    if workload != "preemption":
+    """Volcano's built-in conf; the preemption workload adds `preempt` before `backfill`, the reclaim
+    workload `reclaim`. `optimize_budget` (`parse_budget`'s text) replaces the conf's session budget
+    for optimize mode."""
+    actions = EVICTING_ACTIONS.get(workload)
+    if actions is None:
         policy = from_conf(conf_loader.default_conf())
     else:
         text = conf_loader.default_conf_text()
         first, rest = text.split("\n", 1)
         if not first.startswith("actions:"):
             raise RuntimeError(f"unexpected first line of Volcano's default conf: {first!r}")
-        policy = from_conf(conf_loader.parse_conf_text(f'actions: "{PREEMPT_ACTIONS}"\n{rest}',
-                                                       file="<benchmark-volcano-preempt>"))
+        policy = from_conf(conf_loader.parse_conf_text(f'actions: "{actions}"\n{rest}',
+                                                       file=f"<benchmark-volcano-{workload}>"))
     if optimize_budget is not None:
         policy = replace(policy, optimize_budget_s=parse_budget(optimize_budget))
     return policy

@@ -132,6 +132,39 @@ def test_preemption_fills_each_gpu_node_with_one_teams_training_and_small_low_pr
     assert {p.namespace for p in pending_gpu} <= {p.namespace for p in running_gpu}
 
 
+def test_reclaim_lets_two_queues_borrow_the_cluster_and_the_lenders_ask_for_it_back() -> None:
+    generated = gen.generate(gen.SIZES["S"], "reclaim", seed=1)
+    snapshot = generated.snapshot
+    running = [p for p in snapshot.pods if p.group and p.status is TaskStatus.RUNNING]
+    pending = [p for p in snapshot.pods if p.status is TaskStatus.PENDING]
+    borrowers = {q for q, _w in (*gen.GPU_BORROWERS, *gen.CPU_BORROWERS)}
+    lenders = {q for q, _w in (*gen.GPU_LENDERS, *gen.CPU_LENDERS)}
+    assert not borrowers & lenders
+    assert {p.namespace for p in running} == borrowers
+    assert {p.namespace for p in running if gen.gpus(p.resreq)} == {q for q, _w in gen.GPU_BORROWERS}
+    assert {p.namespace for p in pending} <= lenders
+    assert {p.namespace for p in pending if gen.gpus(p.resreq)} == {q for q, _w in gen.GPU_LENDERS}
+    assert generated.free_gpus <= 0.1 * 8 * generated.gpu_nodes < generated.pending_gpus
+    queues = {q.name: q for q in snapshot.queues}
+    assert all(queues[q].reclaimable for q in borrowers)
+    podgroups = [pg for pg in snapshot.podgroups if pg.queue in borrowers]
+    assert any(pg.min_member == 1 for pg in podgroups)  # elastic: gang lets reclaim take all but one
+
+
+def test_the_reclaim_workload_reclaims_from_the_borrowers_only_and_validates() -> None:
+    generated = gen.generate(gen.Size("small", 20, 200), "reclaim", seed=1)
+    policy = run.policy_for("reclaim")
+    assert policy.actions == ("enqueue", "allocate", "reclaim", "backfill")
+    result = run.measure_mode(generated, "volcano", runs=1)
+    _assert_sound(result, 200)
+    document = run.run_session(generated.snapshot, policy).decisions.to_document()
+    evicted = document["evictions"]
+    assert evicted and {e["action"] for e in evicted} == {"reclaim"}
+    borrowers = {q for q, _w in (*gen.GPU_BORROWERS, *gen.CPU_BORROWERS)}
+    assert {e["pod"].split("/")[0] for e in evicted} <= borrowers
+    assert {e["for"].split("/")[0] for e in evicted} <= {q for q, _w in (*gen.GPU_LENDERS, *gen.CPU_LENDERS)}
+
+
 def test_decision_metrics_count_placed_gpus_and_evicted_gpu_pods() -> None:
     snapshot = gen.generate(TINY, "steady").snapshot
     gpu_pod = next(p for p in snapshot.pods if gen.gpus(p.resreq) and p.status is TaskStatus.PENDING)
