@@ -22,11 +22,19 @@ class EngineError(RuntimeError):
     """An engine refused a case or died; the message says which and why."""
 
 
+class VolcanoPanic(EngineError):
+    """Volcano's own code panicked on the case (one of its asserts): no decision to compare with."""
+
+
 class Oracle:
     def __init__(self, binary: Path) -> None:
-        self._proc = subprocess.Popen([str(binary), "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, bufsize=1)
+        self._binary = binary
+        self._proc = self._start()
         self._count = 0
+
+    def _start(self) -> subprocess.Popen[str]:
+        return subprocess.Popen([str(self._binary), "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, bufsize=1)
 
     def run(self, cluster_json: str, conf: str) -> Document:
         assert self._proc.stdin is not None and self._proc.stdout is not None
@@ -39,17 +47,23 @@ class Oracle:
         except BrokenPipeError:
             answer = ""
         if not answer:
-            err = self._proc.stderr.read() if self._proc.stderr else ""
-            raise EngineError(f"the Volcano oracle died: {err.strip()[-2000:]}")
+            self._proc.kill()
+            self._proc = self._start()  # the next case gets a fresh process
+            raise EngineError("the Volcano oracle died on this case (a fatal error outside a recoverable panic)")
         result = json.loads(answer)
+        if result.get("error", "").startswith("volcano panicked:"):
+            raise VolcanoPanic(result["error"])
         if result.get("error"):
             raise EngineError(f"Volcano refused the case: {result['error']}")
         doc: Document = result["document"]
         return doc
 
     def close(self) -> None:
-        if self._proc.stdin:
-            self._proc.stdin.close()
+        try:
+            if self._proc.stdin:
+                self._proc.stdin.close()
+        except BrokenPipeError:
+            pass
         self._proc.wait(timeout=30)
 
     def __enter__(self) -> Oracle:

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance import pod_relations
+
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
 NS = "ns"
@@ -54,7 +56,7 @@ class Case:
 
 PodDecorator = Callable[[random.Random, Obj, "Builder"], None]
 ClusterDecorator = Callable[[random.Random, "Builder"], None]
-POD_DECORATORS: list[PodDecorator] = []
+POD_DECORATORS: list[PodDecorator] = [pod_relations.decorate]
 CLUSTER_DECORATORS: list[ClusterDecorator] = []
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from conformance import build, divergences, version_gap
 from conformance.compare import differences, node_classes, outcome, shared_podgroups
-from conformance.engines import Document, EngineError, Oracle, run_vpolicy
+from conformance.engines import Document, EngineError, Oracle, VolcanoPanic, run_vpolicy
 from conformance.generate import FAMILIES, Case, case
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "found"
@@ -32,7 +32,7 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "found"
 
 @dataclass
 class Verdict:
-    kind: str  # agree | agree-tie | listed | undecided | differ | error
+    kind: str  # agree | agree-tie | listed | undecided | volcano-panic | differ | error
     lines: list[str] = field(default_factory=list)
     volcano: Document | None = None
     vpolicy_ms: float = 0.0
@@ -53,6 +53,8 @@ def judge(c: Case, oracle: Oracle, *, runs: int = 3, confirm: int = 17) -> Verdi
         start = time.perf_counter()
         vp_doc = run_vpolicy(cluster, c.conf)
         vp_ms = (time.perf_counter() - start) * 1000
+    except VolcanoPanic as exc:
+        return Verdict("volcano-panic", [str(exc).splitlines()[0][:300]])
     except EngineError as exc:
         return Verdict("error", [str(exc)])
     classes = node_classes(c.objects)
@@ -66,6 +68,8 @@ def judge(c: Case, oracle: Oracle, *, runs: int = 3, confirm: int = 17) -> Verdi
     for _ in range(confirm):
         try:
             d = run_volcano(c, oracle)
+        except VolcanoPanic as exc:
+            return Verdict("volcano-panic", [str(exc).splitlines()[0][:300]])
         except EngineError as exc:
             return Verdict("error", [str(exc)])
         seen.add(outcome(d, classes, groups))
@@ -134,6 +138,7 @@ def scenario_text(c: Case, volcano: Document, lines: list[str]) -> str:
     import io
 
     from ruamel.yaml import YAML
+    from ruamel.yaml.scalarstring import LiteralScalarString
 
     yaml = YAML()
     yaml.default_flow_style = False
@@ -146,10 +151,11 @@ def scenario_text(c: Case, volcano: Document, lines: list[str]) -> str:
                               "podgroups": dict(got.phases)}
     header = {"apiVersion": "vpolicy/v1", "kind": "Scenario",
               "name": f"conformance {c.name}: vpolicy differs from Volcano",
-              "description": "Found by `python -m conformance.run` (docs/conformance.md); the expectation is what "
-                             "Volcano's own session decided.\nDifferences when found:\n"
-                             + "\n".join(f"  {line}" for line in lines) + "\n",
-              "conf": c.conf, "expect": expect}
+              "description": LiteralScalarString(
+                  "Found by `python -m conformance.run` (docs/conformance.md); the expectation is what\n"
+                  "Volcano's own session decided. Differences when found:\n"
+                  + "\n".join(f"  {line}" for line in lines) + "\n"),
+              "conf": LiteralScalarString(c.conf), "expect": expect}
     out = io.StringIO()
     yaml.dump_all([header, *c.objects], out)
     return out.getvalue()

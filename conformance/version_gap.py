@@ -11,9 +11,10 @@ Only two rules differ in what the families draw, and both are applied exactly, n
    phase it held before closing; `main_phase` applies main's rule to them.
 2. Queue state. v1.10's scheduler never reads a Queue's `status.state`; main refuses a queue that is not
    Open in proportion's and capacity's Allocatable, Preemptive and JobEnqueueable. `main_case` gives the
-   oracle the case main would see: the pending pods of jobs in a non-Open queue are dropped (main places
-   none of them, and reclaims for none), and `main_phase` keeps such a podgroup's Pending phase (main's
-   enqueue rejects it).
+   oracle the case main would see: the pending pods of jobs in a non-Open queue can go on no node (main
+   places none of them and reclaims for none, but still counts their requests), and `main_phase` keeps such a podgroup's Pending phase when it
+   has minResources (main's enqueue asks JobEnqueueable, which rejects it; without minResources enqueue
+   admits it without asking, in both versions: actions/enqueue/enqueue.go:98 at v1.10.0).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from conformance.generate import GROUP, Case
 
 Document = dict[str, Any]
 
+UNPLACEABLE = "conformance.vpolicy.dev/queue-not-open"  # a node label no generated node has
 _SCHEDULED = ("Running", "Bound", "Failed", "Succeeded", "Releasing")
 
 
@@ -33,21 +35,31 @@ def closed_queues(c: Case) -> set[str]:
 
 
 def _groups_in(c: Case, queues: set[str]) -> dict[str, str]:
-    """`ns/podgroup` -> its phase in the input, for podgroups of the given queues."""
-    return {f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}": o.get("status", {}).get("phase", "")
+    """`ns/podgroup` -> its phase in the input, for podgroups of the given queues ("" when the podgroup has
+    no minResources: main's enqueue then never asks JobEnqueueable, so the queue's state does not stop it)."""
+    return {f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}":
+            o.get("status", {}).get("phase", "") if o["spec"].get("minResources") is not None else ""
             for o in c.objects if o["kind"] == "PodGroup" and o["spec"].get("queue") in queues}
 
 
 def main_case(c: Case) -> Case:
-    """The case as main would act on it: no pending pod of a job in a non-Open queue."""
+    """The case as main would act on it: no pending pod of a job in a non-Open queue can be placed.
+
+    The pods stay (proportion and capacity still count their requests, as main does); each gets a node
+    selector no node matches, so allocate, backfill, preempt and reclaim find no node for it.
+    """
     closed = closed_queues(c)
     if not closed:
         return c
     groups = {key.split("/", 1)[1] for key in _groups_in(c, closed)}
-    kept = [o for o in c.objects
-            if not (o["kind"] == "Pod" and o["metadata"].get("annotations", {}).get(GROUP) in groups
-                    and not o["spec"].get("nodeName"))]
-    return Case(c.family, c.seed, c.index, kept, c.conf)
+    objects = []
+    for o in c.objects:
+        if o["kind"] == "Pod" and o["metadata"].get("annotations", {}).get(GROUP) in groups \
+                and not o["spec"].get("nodeName"):
+            o = copy.deepcopy(o)
+            o["spec"]["nodeSelector"] = {**o["spec"].get("nodeSelector", {}), UNPLACEABLE: "true"}
+        objects.append(o)
+    return Case(c.family, c.seed, c.index, objects, c.conf)
 
 
 def main_document(c: Case, doc: Document) -> Document:

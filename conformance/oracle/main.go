@@ -115,7 +115,14 @@ func runBatch() int {
 	return 0
 }
 
-func runCase(bc batchCase) (*document, string) {
+// runCase answers one case; a panic inside Volcano (its asserts panic, e.g. proportion's Resource.Sub
+// when guarantees exceed the cluster) becomes the case's error, prefixed "volcano panicked:".
+func runCase(bc batchCase) (doc *document, errText string) {
+	defer func() {
+		if r := recover(); r != nil {
+			doc, errText = nil, fmt.Sprintf("volcano panicked: %v", r)
+		}
+	}()
 	c := &cluster{}
 	if err := c.addStream(bc.ID, []byte(bc.Cluster)); err != nil {
 		return nil, err.Error()
