@@ -119,8 +119,10 @@ class ColocationAgent:
     def _throttle(self, out: Tick, cfg: config.ColocationConfig, allocatable: Mapping[str, int],
                   usage: probes.Usage) -> None:
         if not cfg.enabled("cpu-throttling"):
+            if self.last_quota_milli is not None or cfg.colocation:
+                # lift a limit this agent (or an earlier run) set; a node outside colocation is left alone
+                out.writes += self.writer.be_quota(None)  # written only if a limit is there
             self.last_quota_milli = None
-            out.writes += self.writer.be_quota(None)  # no limit (written only if one was set)
             return
         online = usage.online_cpu_milli()
         if online is None:

@@ -150,3 +150,15 @@ def test_pinned_guaranteed_pods_cpus_are_not_lent(tmp_path: Path) -> None:
     node = fakes.node(labels=LABELS)
     tick = colo.tick(node, [g], cfg_for(node), now=0)
     assert tick.status["allocatable"][qos.BATCH_CPU] == str((8000 - 2000 - 1000) * 60 // 100)
+
+
+def test_a_node_outside_colocation_keeps_a_besteffort_limit_it_did_not_get_from_the_agent(tmp_path: Path) -> None:
+    colo, _, pods, tree = world(tmp_path)
+    quota = tree.qos_dir("BestEffort", "cpu") / "cpu.max"
+    quota.write_text("50000 100000\n")  # set by someone else
+    node = fakes.node()  # no colocation label
+    colo.tick(node, pods, cfg_for(node), now=0)
+    assert fakes.read(quota) == "50000 100000"
+    labelled = fakes.node(labels={config.COLOCATION_LABEL: "true"})
+    colo.tick(labelled, pods, cfg_for(labelled), now=10)  # colocation on, throttling off: no limit
+    assert fakes.read(quota) == "max"

@@ -40,7 +40,8 @@ def test_agent_once_registers_the_node_and_hands_out_an_assigned_pod(emu: Any, t
     parser = argparse.ArgumentParser(prog="vpolicy")
     cli.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["agent", "--node", "gpu-1", "--kubeconfig", str(kubeconfig), "--once",
-                              "--fake-nvml", "H200x8", "--env-dir", str(tmp_path / "env")])
+                              "--fake-nvml", "H200x8", "--env-dir", str(tmp_path / "env"),
+                              "--features", "gpu"])  # colocation would read the host's cgroups and /proc
     assert args.extension(args) == 0
 
     stored_node = emu.call(lambda e: e.get("nodes", "", "gpu-1"))
