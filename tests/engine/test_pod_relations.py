@@ -2,7 +2,10 @@
 
 The counts must follow every placement and removal of a session (Volcano's predicates plugin updates
 its node infos on Allocate and Deallocate), and no session may ever place a pod where a required
-anti-affinity (its own, or a placed pod's) forbids it: a hypothesis property over generated clusters.
+anti-affinity forbids it: its own against every pod, a running pod's against it (a hypothesis property
+over generated clusters). A pod placed this session is seen as the *owner* of an anti-affinity term only
+on a node that held such an owner when the session opened: Volcano's snapshot lists those nodes once
+(plugins/util/k8s/snapshot.go, NewSnapshot).
 """
 from __future__ import annotations
 
@@ -60,11 +63,27 @@ def test_counts_follow_placements_and_removals_within_the_session() -> None:
     assert index.in_domain(term, rows).tolist() == [0, 0, 0]
     state.set_status(w0, TaskStatus.ALLOCATED, "a2")
     assert index.in_domain(term, rows).tolist() == [1, 1, 0], "a1 shares a2's zone"
-    assert index.owners_in_domain(w1, rows).tolist() == [1, 1, 0], "w-0's own term forbids its zone"
+    assert index.owners_in_domain(w1, rows).tolist() == [0, 0, 0], "a2 held no anti-affinity owner at open"
     state.set_status(w0, TaskStatus.PIPELINED, "b1")
     assert index.in_domain(term, rows).tolist() == [0, 0, 1]
     state.set_status(w0, TaskStatus.PENDING, "")
     assert index.in_domain(term, rows).tolist() == [0, 0, 0]
+
+
+def test_owners_are_seen_on_the_nodes_that_held_one_when_the_session_opened() -> None:
+    snap = snapshot(
+        nodes=[zoned("a1", "z1"), zoned("a2", "z1"), zoned("b1", "z2")],
+        pods=[labelled(pod("old-0", "old", status=TaskStatus.RUNNING, on="a1"), "db", anti("web", ZONE)),
+              labelled(pod("w-0", "w"), "db", anti("web", ZONE)), labelled(pod("w-1", "w"), "web")],
+        podgroups=[podgroup("old"), podgroup("w")])
+    state = SessionState(snap)
+    w0, w1 = state.tasks["uid-w-0"], state.tasks["uid-w-1"]
+    rows = np.arange(3)
+    assert state.pod_index.owners_in_domain(w1, rows).tolist() == [1, 1, 0]
+    state.set_status(w0, TaskStatus.ALLOCATED, "a1")  # a listed node: its new owner counts too
+    assert state.pod_index.owners_in_domain(w1, rows).tolist() == [2, 2, 0]
+    state.set_status(w0, TaskStatus.ALLOCATED, "b1")  # not listed at open: Volcano does not see it
+    assert state.pod_index.owners_in_domain(w1, rows).tolist() == [1, 1, 0]
 
 
 def test_a_session_without_relations_builds_no_index() -> None:
@@ -125,18 +144,15 @@ def _forbids(owner: Pod, other: Pod, owner_node: Node, other_node: Node) -> bool
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snap=anti_affinity_clusters(), conf=st.sampled_from([None, HELM_ALL_ACTIONS]))
 def test_no_placement_breaks_a_required_anti_affinity(snap: ClusterSnapshot, conf: str | None) -> None:
-    result = run_session(snap, _policy(conf))
-    decisions = result.decisions
-    evicted = {e.pod for e in decisions.evictions}
+    """Between a pod placed this session and a pod running since before it: neither's required
+    anti-affinity forbids the other's node (pods evicted this session still count: they are releasing)."""
+    decisions = run_session(snap, _policy(conf)).decisions
     nodes = {n.name: n for n in snap.nodes}
     placed_now = {**decisions.binds, **decisions.pipelined}
-    where = {p.key: p.node_name for p in snap.pods if p.node_name and p.key not in evicted}
-    where.update(placed_now)
+    running = {p.key: p.node_name for p in snap.pods if p.node_name}
     by_key = {p.key: p for p in snap.pods}
     for key, node_name in placed_now.items():
-        for other_key, other_node in where.items():
-            if other_key == key:
-                continue
+        for other_key, other_node in running.items():
             new, other = by_key[key], by_key[other_key]
             assert not _forbids(new, other, nodes[node_name], nodes[other_node]), (key, other_key)
             assert not _forbids(other, new, nodes[other_node], nodes[node_name]), (other_key, key)

@@ -15,7 +15,12 @@ kube's countPodsMatchSelector does. A required affinity term counts pods that ma
 owner's required affinity terms (kube's updateWithAffinityTerms).
 
 Symmetry (a placed pod's own required anti-affinity, or preferred (anti-)affinity, matching the
-incoming pod) is kept as *owner* queries: per node, how many placed pods own that term.
+incoming pod) is kept as *owner* queries: per node, how many placed pods own that term. Volcano sees
+owners only on some nodes: its snapshot lists the nodes holding a pod with required anti-affinity (and
+those holding a pod with any pod affinity) once, when the session opens (plugins/util/k8s/snapshot.go,
+NewSnapshot), and kube's InterPodAffinity reads owners from those lists alone; a pod placed this session
+on another node is not seen as an owner. The preferred owners of a pod that has preferred terms itself
+are read from every node (kube's PreScore lists all nodes then).
 
 The index does not decide anything: rules in policies/volcano/predicates.vpol and nodeorder.vpol do.
 """
@@ -131,6 +136,10 @@ class PodIndex:
         for node in self.nodes:
             for task in node.tasks:
                 self._count(task, self.row[node.name], 1)
+        self._anti_rows = self._mask(np.array([any(t.pod.relations.required_anti_affinity for t in n.tasks)
+                                               for n in self.nodes], dtype=bool))
+        self._affinity_rows = self._mask(np.array([any(_has_pod_affinity(t.pod.relations) for t in n.tasks)
+                                                   for n in self.nodes], dtype=bool))
 
     # building ------------------------------------------------------------------------------------
     def _scope(self, owner_ns: str, selector: affinity.LabelSelector | None, namespaces: Iterable[str],
@@ -225,7 +234,11 @@ class PodIndex:
                      for n in self.nodes]
         if c.node_taints_policy == "Honor":
             mask &= [functions.tolerates_taints(task, n, ("NoSchedule", "NoExecute")) for n in self.nodes]
-        for known in self._masks.values():  # one array per distinct mask: its id keys the domain sums
+        return self._mask(mask)
+
+    def _mask(self, mask: np.ndarray) -> np.ndarray:
+        """One array per distinct mask: its id keys the domain sums."""
+        for known in self._masks.values():
             if np.array_equal(known, mask):
                 return known
         self._masks[id(mask)] = mask
@@ -334,7 +347,7 @@ class PodIndex:
         for q in task.relations.anti_owners:
             key = self.keys[q].topology_key
             dom, _n = self.domains(key)
-            sums = self._domain_sums(q, key, None)
+            sums = self._domain_sums(q, key, self._anti_rows)
             d = dom[rows]
             if len(sums):
                 out += np.where(d >= 0, sums[np.maximum(d, 0)], 0)
@@ -344,10 +357,12 @@ class PodIndex:
         """Sum of signed weights of placed pods' preferred (anti-)affinity terms matching the task,
         over each row's domain (kube's processExistingPod, the existing pod's side)."""
         out = np.zeros(len(rows))
-        for q, weight in task.relations.preferred_owners:
+        rel = task.relations
+        seen = None if rel.preferred_pod_affinity or rel.preferred_pod_anti_affinity else self._affinity_rows
+        for q, weight in rel.preferred_owners:
             key = self.keys[q].topology_key
             dom, _n = self.domains(key)
-            sums = self._domain_sums(q, key, None)
+            sums = self._domain_sums(q, key, seen)
             d = dom[rows]
             if len(sums):
                 out += weight * np.where(d >= 0, sums[np.maximum(d, 0)], 0)
@@ -395,6 +410,12 @@ def _image_states(nodes: list["NodeInfo"]) -> dict[str, tuple[int, int]]:
 def _normalized_image(name: str) -> str:
     """kube's normalizedImageName: an image without a tag is `:latest`."""
     return name if name.rfind(":") > name.rfind("/") else name + ":latest"
+
+
+def _has_pod_affinity(rel: affinity.PodRelations) -> bool:
+    """kube's NodeInfo.PodsWithAffinity: the pod has pod affinity or anti-affinity, of any kind."""
+    return bool(rel.required_affinity or rel.required_anti_affinity or rel.preferred_affinity
+                or rel.preferred_anti_affinity)
 
 
 def _is_owner(key: QueryKey) -> bool:
