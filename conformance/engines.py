@@ -83,4 +83,6 @@ def run_vpolicy(cluster_json: str, conf: str) -> Document:
             result = dry_run([str(cluster)], conf=str(conf_path))
         except PolicyError as exc:
             raise EngineError(f"vpolicy refused the case: {exc}") from exc
+        except Exception as exc:  # a crash is a finding about this case, not the end of the run
+            raise EngineError(f"vpolicy crashed: {type(exc).__name__}: {exc}") from exc
         return result.document()

@@ -146,7 +146,8 @@ def read_pod(obj: View, *, class_values: Mapping[str, int]) -> snapshot.Pod | No
         priority_class_name=spec.priority_class_name,
         scheduler_name=spec.scheduler_name,  # "" = not written; see snapshot.Pod.scheduler_name
         group=meta.annotations.get(snapshot.GROUP_NAME_ANNOTATION, ""),
-        role=meta.annotations.get(snapshot.TASK_SPEC_ANNOTATION, ""),
+        # Volcano's getTaskRole: the annotation, else the label of the same name (pods made by other tools)
+        role=meta.annotations.get(snapshot.TASK_SPEC_ANNOTATION) or meta.labels.get(snapshot.TASK_SPEC_ANNOTATION, ""),
         labels=meta.labels, annotations=meta.annotations, node_selector=spec.node_selector,
         required_affinity=spec.required_affinity, preferred_affinity=spec.preferred_affinity,
         tolerations=spec.tolerations, creation=meta.creation, preemption_policy=spec.preemption_policy,
