@@ -298,6 +298,10 @@ def _asked(task: TaskInfo) -> list[str]:
     return sorted(task.resreq.dims() - {PODS}) or [PODS]
 
 
+# The extended resources the node agent publishes from what online pods leave idle (docs/agent.md).
+LENT_RESOURCES = frozenset({"kubernetes.io/batch-cpu", "kubernetes.io/batch-memory"})
+
+
 def _node_classes(rt: Runtime, nodes: list[NodeInfo], reps: list[TaskInfo],
                   kinds: dict[ir.Label, str]) -> tuple[list[enc.NodeClass], list[enc.Exclusion]]:
     failing_by_node: dict[str, tuple[tuple[CompiledRule, ...], ...]] = {}
@@ -331,6 +335,9 @@ def _node_classes(rt: Runtime, nodes: list[NodeInfo], reps: list[TaskInfo],
             text += f", room for {room[0]} such task{'s' if room[0] != 1 else ''}"
         if insufficient:
             text += " (" + ", ".join(f"Insufficient {d}" for d in insufficient) + ")"
+            if set(insufficient) & LENT_RESOURCES:
+                text += "; batch resources are what the node agent lends from idle online capacity: " \
+                    "BE pods wait for oversubscribed room (docs/agent.md)"
         label = ir.Label("engine.node-capacity", ENGINE, text)
         kinds[label] = "capacity"
         classes.append(enc.NodeClass(len(members), free, label))
