@@ -160,3 +160,23 @@ def test_vpolicy_agent_once_exits_1_with_one_line_per_configmap_problem(emu: Any
         'expected an integer, got "90"',
         "configmap volcano-system/volcano-agent-configuration: globalConfig.cpuQosConfg: unknown key "
         "(did you mean 'cpuQosConfig'?)"]
+
+
+def test_turning_oversubscription_off_withdraws_the_batch_resources_from_the_node(emu: Any, tmp_path: Path) -> None:
+    node = fakes.node(labels={config.OVERSUBSCRIPTION_LABEL: "true"})
+    emu.call(lambda e: [e.put_object(node), e.put_object(config_map({}))])
+    tree = fakes.make_tree(tmp_path, "v2", "cgroupfs", [])
+    colo = agent.ColocationAgent(agent.ColocationSettings("n1"), cgroups.writer_for(tree),
+                                 probes.StaticProbe(fakes_usage(online_cpu=1000, be=[], uids={})))
+    client = api.KubernetesColocationApi(str(server.write_kubeconfig(emu.url, tmp_path / "kubeconfig")))
+    source = api.ConfigSource()
+    api.run_once(colo, client, source, now=0)
+    assert qos.BATCH_CPU in emu.call(lambda e: e.get("nodes", "", "n1"))["status"]["allocatable"]
+    emu.call(lambda e: e.put_object(config_map({"globalConfig": {"overSubscriptionConfig": {"enable": False}}})))
+    report = api.run_once(colo, client, source, now=10)
+    assert report.errors == []
+    stored = emu.call(lambda e: e.get("nodes", "", "n1"))
+    assert not {qos.BATCH_CPU, qos.BATCH_MEMORY} & set(stored["status"]["allocatable"])
+    assert not {qos.BATCH_CPU, qos.BATCH_MEMORY} & set(stored["status"]["capacity"])
+    assert stored["status"]["allocatable"]["cpu"] == "8"  # the kubelet's own figures stay
+    assert stored["metadata"]["annotations"][agent.OVERSUBSCRIPTION_CPU_KEY] == "0"
