@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance import build, divergences, version_gap
+from conformance import build, divergences, generate, version_gap
 from conformance.compare import differences, node_classes, outcome, shared_podgroups
 from conformance.engines import Document, EngineError, Oracle, VolcanoPanic, run_vpolicy
 from conformance.generate import FAMILIES, Case, case
@@ -202,11 +202,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shrink-budget", type=float, default=120.0, help="seconds of shrinking per difference")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--verbose", action="store_true", help="also list the cases explained by a divergence")
+    parser.add_argument("--without-decorators", action="store_true",
+                        help="draw clusters without the registered decorators (pod relations, HyperNodes)")
     args = parser.parse_args(argv)
     if args.count < 0 or args.runs < 1:
         print("conformance.run: --count must be >= 0 and --runs >= 1", file=sys.stderr)
         return 1
     families = list(FAMILIES) if "all" in args.family else list(dict.fromkeys(args.family))
+    if args.without_decorators:
+        generate.POD_DECORATORS.clear()
+        generate.CLUSTER_DECORATORS.clear()
     try:
         binary = build.oracle_path(log=True)
     except build.OracleBuildError as exc:

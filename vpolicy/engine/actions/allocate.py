@@ -45,6 +45,7 @@ def run(ctx: ActionContext) -> None:
             if not tasks.empty():
                 jobs.push(job)
         queues.push(queue)
+    allocate_topology.retry_deferred(ctx, plan, worksheets)
 
 
 def turn_queues(ctx: ActionContext) -> tuple[Queue[QueueInfo], dict[str, Queue[JobInfo]],
@@ -100,8 +101,8 @@ def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
         if not rt.allocatable(job.queue, task):
             ctx.job_reasons.setdefault(job.key, f"queue {job.queue.name} cannot take more (allocatable)")
             continue
-        if task.role in failed_roles:
-            continue
+        if task.role and task.role in failed_roles:
+            continue  # Volcano's TaskHasFitErrors: a task without a role never uses the cache
         errors = FitErrors()
         nominated = ctx.placement.nominated_node(task)
         if nominated and within is not None and not within[ctx.placement.arrays.row[nominated[0].name]]:
