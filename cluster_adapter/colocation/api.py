@@ -1,7 +1,7 @@
 """The colocation agent against the Kubernetes API: read the Node, the pods and the ConfigMap, write back.
 
-`ColocationApi` is the calls it makes: the GPU agent's five (`gpu_agent.api.NodeApi`) plus reading a
-ConfigMap and evicting a pod through the Eviction API (so PodDisruptionBudgets are honoured; a 429 is
+`ColocationApi` is the calls it makes: the GPU agent's five (`gpu_agent.api.NodeApi`) plus listing the
+pods of one node (a field selector), reading a ConfigMap and evicting a pod through the Eviction API (so PodDisruptionBudgets are honoured; a 429 is
 reported and the pod retried on a later pass). `KubernetesColocationApi` adds those two calls to the
 GPU agent's client class.
 
@@ -25,12 +25,21 @@ log = logging.getLogger("vpolicy.agent.colocation")
 
 
 class ColocationApi(NodeApi, Protocol):
+    def list_node_pods(self, node: str) -> list[dict[str, Any]]: ...
+
     def get_config_map(self, namespace: str, name: str) -> dict[str, Any] | None: ...
 
     def evict_pod(self, namespace: str, name: str) -> None: ...
 
 
 class KubernetesColocationApi(KubernetesNodeApi):
+    def list_node_pods(self, node: str) -> list[dict[str, Any]]:
+        """The pods bound to `node` only (a field selector: a DaemonSet on every node must not list the
+        whole cluster each pass)."""
+        found = self._call("list pods", lambda: self.core.list_pod_for_all_namespaces(
+            field_selector=f"spec.nodeName={node}", _preload_content=False, _request_timeout=self.timeout_s))
+        return list(found.get("items", []))
+
     def get_config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
             return self._call("get configmap", lambda: self.core.read_namespaced_config_map(
@@ -80,7 +89,7 @@ def run_once(agent: ColocationAgent, api: ColocationApi, source: ConfigSource, *
     node = api.get_node(name)
     problems: list[str] = []
     cfg = source.read(api, node, problems)
-    tick = agent.tick(node, api.list_pods(), cfg, now=now)
+    tick = agent.tick(node, api.list_node_pods(name), cfg, now=now)
     tick.problems[:0] = problems
     report = Report(tick)
     if tick.annotations:

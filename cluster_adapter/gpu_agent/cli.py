@@ -173,7 +173,7 @@ def _prime(colo_agent: Any, client: Any, seconds: float) -> None:
     from cluster_adapter.gpu_agent.api import ApiFailure
 
     try:
-        pods = qos.active_on(client.list_pods(), colo_agent.settings.node)
+        pods = qos.active_on(client.list_node_pods(colo_agent.settings.node), colo_agent.settings.node)
     except ApiFailure:
         return  # the pass reports it
     colo_agent.probe.sample(pods, time.monotonic())

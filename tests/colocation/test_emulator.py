@@ -180,3 +180,18 @@ def test_turning_oversubscription_off_withdraws_the_batch_resources_from_the_nod
     assert not {qos.BATCH_CPU, qos.BATCH_MEMORY} & set(stored["status"]["capacity"])
     assert stored["status"]["allocatable"]["cpu"] == "8"  # the kubelet's own figures stay
     assert stored["metadata"]["annotations"][agent.OVERSUBSCRIPTION_CPU_KEY] == "0"
+
+
+def test_a_pass_lists_only_its_own_nodes_pods(emu: Any, tmp_path: Path) -> None:
+    emu.call(lambda e: [e.put_object(fakes.node(labels={config.OVERSUBSCRIPTION_LABEL: "true"})),
+                        e.put_object(fakes.node("n2")),
+                        e.put_object(fakes.pod("here", level="BE", batch_cpu=100)),
+                        e.put_object(fakes.pod("there", level="BE", batch_cpu=100, node="n2"))])
+    tree = fakes.make_tree(tmp_path, "v2", "cgroupfs", [])
+    colo = agent.ColocationAgent(agent.ColocationSettings("n1"), cgroups.writer_for(tree),
+                                 probes.StaticProbe(fakes_usage(online_cpu=0, be=[], uids={})))
+    client = api.KubernetesColocationApi(str(server.write_kubeconfig(emu.url, tmp_path / "kubeconfig")))
+    assert [p["metadata"]["name"] for p in client.list_node_pods("n1")] == ["here"]
+    api.run_once(colo, client, api.ConfigSource(), now=0)
+    listings = [r for r in emu.call(lambda e: e.records) if r.call.verb == "list" and r.call.plural == "pods"]
+    assert len(listings) == 2 and all(r.call.params.get("fieldSelector") == "spec.nodeName=n1" for r in listings)

@@ -48,6 +48,9 @@ class FakeApi:
     def list_pods(self) -> list[dict[str, Any]]:
         return list(self.pods)
 
+    def list_node_pods(self, node: str) -> list[dict[str, Any]]:
+        return [p for p in self.pods if p["spec"].get("nodeName") == node]
+
     def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
         raise AssertionError("the colocation agent never patches pods")
 
