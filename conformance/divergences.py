@@ -23,10 +23,54 @@ class Divergence:
     matches: Callable[[Case, Outcome, Outcome, list[str]], bool]
 
 
+def _best_effort_pods(case: Case) -> dict[str, dict[str, Any]]:
+    out = {}
+    for o in case.objects:
+        if o["kind"] != "Pod" or o["spec"].get("nodeName"):
+            continue
+        if not any(c.get("resources", {}).get("requests") for c in o["spec"].get("containers", [])):
+            out[f"{o['metadata']['namespace']}/{o['metadata']['name']}"] = o
+    return out
 
 
+def _fits_somewhere(pod: dict[str, Any], case: Case) -> bool:
+    """Whether a best-effort pod passes the node checks the families draw (readiness, cordon, node
+    selector, NoSchedule taints) on some node; pod-count room is not checked."""
+    tolerated = {(t.get("key"), t.get("value")) for t in pod["spec"].get("tolerations", [])}
+    selector = pod["spec"].get("nodeSelector", {})
+    for node in case.objects:
+        if node["kind"] != "Node" or node["spec"].get("unschedulable"):
+            continue
+        if not any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", [])):
+            continue
+        labels = node["metadata"].get("labels", {})
+        if any(labels.get(k) != v for k, v in selector.items()):
+            continue
+        if all((t["key"], t.get("value")) in tolerated for t in node["spec"].get("taints", [])
+               if t["effect"] in ("NoSchedule", "NoExecute")):
+            return True
+    return False
 
-DIVERGENCES: tuple[Divergence, ...] = ()
+
+def _backfill_stops_at_first_failure(case: Case, volcano: Outcome, vpolicy: Outcome, lines: list[str]) -> bool:
+    if "backfill" not in case.conf.split("tiers")[0]:
+        return False
+    best_effort = _best_effort_pods(case)
+    touched = {line.split()[1].rstrip(":") for line in lines}
+    return bool(touched) and touched <= set(best_effort) and \
+        any(not _fits_somewhere(pod, case) for pod in best_effort.values())
+
+
+DIVERGENCES: tuple[Divergence, ...] = (
+    Divergence(
+        key="backfill-v1.10-stops-at-first-unplaceable",
+        go_line="pkg/scheduler/actions/backfill/backfill.go:77 (v1.10.0)",
+        why="v1.10.0's backfill leaves its whole loop (`break`) at the first best-effort task no node "
+            "passes, and allocates each task on its own; main (and vpolicy) go on with the next task and "
+            "commit one statement per job when it is ready. Matched when every difference is a "
+            "best-effort pod and some pending best-effort pod of the case fits no node.",
+        matches=_backfill_stops_at_first_failure),
+)
 
 
 def explain(case: Case, volcano: Outcome, vpolicy: Outcome, lines: list[str]) -> Divergence | None:

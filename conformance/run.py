@@ -77,12 +77,12 @@ def judge(c: Case, oracle: Oracle, *, runs: int = 3, confirm: int = 17) -> Verdi
             return Verdict("agree-tie", volcano=d, vpolicy_ms=vp_ms, volcano_ms=volcano_ms)
     first = outcome(volcano_docs[0], classes, groups)
     lines = differences(first, mine)
-    if len(seen) > 1:
-        return Verdict("undecided", lines, volcano_docs[0], vp_ms, volcano_ms,
-                       note=f"Volcano gave {len(seen)} different outcomes")
     listed = divergences.explain(c, first, mine, lines)
     if listed is not None:
         return Verdict("listed", lines, volcano_docs[0], vp_ms, volcano_ms, note=listed.key)
+    if len(seen) > 1:
+        return Verdict("undecided", lines, volcano_docs[0], vp_ms, volcano_ms,
+                       note=f"Volcano gave {len(seen)} different outcomes")
     return Verdict("differ", lines, volcano_docs[0], vp_ms, volcano_ms)
 
 
