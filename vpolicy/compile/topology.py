@@ -30,7 +30,7 @@ def within(cluster: Any, name: str, ancestor: str) -> bool:
 
 def tasks_within(tasks: list[Any], domain: Any) -> int:
     """How many of `tasks` sit on a node of `domain` (a hypernode), whatever their status."""
-    names = set(domain.node_names)
+    names = domain.node_set
     return sum(1 for t in tasks if t.node_name in names)
 
 

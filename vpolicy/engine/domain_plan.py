@@ -5,8 +5,10 @@ Volcano places gangs one at a time: each takes the domain its rules score best *
 may settle in the only leaf a later large gang could have used whole. The plan looks at every pending
 topology gang of the session together (best fit decreasing): the largest gangs first, each into the
 domain of the lowest allowed tier where its pods fit node by node and the fewest GPUs are left over,
-so large gangs keep whole leaves and small ones fill the gaps. A gang too large for any one domain of its
-lowest tier goes up a tier, crossing the fewest leaves (fullest-free first).
+gangs kept to one leaf first, then those allowed to span leaves, so each leaf is filled tightly and the
+spanning gangs take the whole nodes left over. A gang too large for any one domain of its lowest tier
+goes up a tier. Gangs that fit nowhere in the plan wait (`Plan.deferred`) until every planned gang has
+been served, then try what is left.
 
 The plan is advice only: `allocate_topology` tries a gang's planned domain first, through the same
 dry run and rules as any other domain (a planned domain never allowed by `hypernode_gradient`
@@ -16,7 +18,7 @@ is never tried); when the dry run fails there it falls back to its own choice. I
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from vpolicy.engine.state import JobInfo, SessionState, TaskInfo
 from vpolicy.engine.topology import SessionTopology
@@ -24,6 +26,10 @@ from vpolicy.model.resources import Resources
 from vpolicy.model.snapshot import PodGroupPhase, TaskStatus
 
 GpuCount = Callable[[Resources], int]
+# How much of the most GPUs a candidate plan places another may give up for more gangs: gangs placed
+# and capacity used pull apart (many small gangs vs a few large ones); within 2% of the best use of
+# the capacity, the plan placing more gangs wins.
+GPU_TOLERANCE = 0.02
 
 
 @dataclass(slots=True)
@@ -37,18 +43,90 @@ class _Gang:
         return sum(self.pods)
 
 
+@dataclass(slots=True)
+class Plan:
+    """The planned domain of each gang, and the room the gangs not yet served hold there: a gang
+    without a plan (or placed elsewhere) may use a domain only as long as every unserved planned gang
+    overlapping it still fits its own domain node by node (`keeps`)."""
+
+    domains: dict[str, str]  # job key -> domain
+    pods: dict[str, list[int]]  # job key -> GPUs of the pods it still needs, largest first
+    gpus: GpuCount
+    deferred: list[JobInfo] = field(default_factory=list)  # refused while planned gangs held the room
+
+    def holds_room(self) -> bool:
+        return bool(self.domains)
+
+    @property
+    def merit(self) -> tuple[int, int]:
+        """GPUs planned, then gangs planned: what the choice among candidate plans maximises."""
+        return sum(sum(p) for p in self.pods.values()), len(self.pods)
+
+    def domain(self, job: JobInfo) -> str:
+        return self.domains.get(job.key, "")
+
+    def served(self, job: JobInfo) -> None:
+        self.domains.pop(job.key, None)
+
+    def keeps(self, state: SessionState, domain: str, *, job: JobInfo) -> bool:
+        """Every unserved planned gang (other than `job`) whose domain shares nodes with `domain` still
+        fits there, node by node, in the session as it is now."""
+        tree = state.topology.tree
+        involved = [(key, name) for key, name in self.domains.items()
+                    if key != job.key and (tree.within(name, domain) or tree.within(domain, name))]
+        if not involved:
+            return True
+        topo = state.topology
+        free: dict[str, int] = {}
+        for _key, name in involved:
+            for node in topo.info(name).nodes:
+                if node.name not in free:
+                    free[node.name] = self.gpus(node.future_idle)
+        for key, name in involved:  # the plan's own order: largest gangs first
+            chosen = _fit(topo, name, self.pods[key], free)
+            if chosen is None:
+                return False
+            for node_name, pod in zip(chosen, self.pods[key]):
+                free[node_name] -= pod
+        return True
+
+
 def plan_domains(state: SessionState, jobs: list[JobInfo], gradients: Callable[[JobInfo], list[list[str]]],
-                 gpus: GpuCount) -> dict[str, str]:
-    """job key -> the domain planned for it (jobs that need no GPU, or fit nowhere, are left out)."""
-    topo = state.topology
-    free = {name: gpus(node.future_idle) for name, node in state.nodes.items()}
+                 gpus: GpuCount) -> Plan:
+    """The planned domain of each job (jobs that need no GPU, or fit nowhere, are left out): of a few
+    orders of the gangs, the plan placing the most gangs among those within `GPU_TOLERANCE` of the
+    most GPUs placed (the least capacity stranded).
+
+    The base order: higher job priority first; then gangs held to one leaf before those allowed wider
+    domains, the largest first (best fit decreasing fills leaves tightly; gangs that may span leaves
+    take the whole nodes left); a stable sort keeps equal gangs in job order. Its variants first place
+    the k largest spanning gangs (k = 1, 2, 4, ...), which can use whole spines the leaf gangs would
+    otherwise split."""
     gangs = []
     for job in jobs:
         pods = _pods_to_place(job, gpus)
         if pods and sum(pods) > 0:
             gangs.append(_Gang(job, pods, gradients(job)))
-    gangs.sort(key=lambda g: -g.need)  # stable: equal gangs keep job order
-    plan: dict[str, str] = {}
+    gangs.sort(key=lambda g: (-g.job.priority, g.job.highest_tier_allowed, -g.need))
+    spanning = sorted((g for g in gangs if g.job.highest_tier_allowed > 1), key=lambda g: -g.need)
+    orders = [gangs]
+    k = 1
+    while k <= len(spanning):
+        first = spanning[:k]
+        orders.append([*first, *(g for g in gangs if g not in first)])
+        k *= 2
+    plans = [_plan_in_order(state, order, gpus) for order in orders]
+    most = max(p.merit[0] for p in plans)
+    close = [p for p in plans if p.merit[0] >= most * (1 - GPU_TOLERANCE)]
+    return max(close, key=lambda p: (p.merit[1], p.merit[0]))  # first of equals: the base order
+
+
+def _plan_in_order(state: SessionState, gangs: list[_Gang], gpus: GpuCount) -> Plan:
+    """Each gang in turn into the domain of its lowest allowed tier where its pods fit node by node
+    and the fewest GPUs are left over."""
+    topo = state.topology
+    free = {name: gpus(node.future_idle) for name, node in state.nodes.items()}
+    plan = Plan({}, {}, gpus)
     for gang in gangs:
         for group in gang.gradients:
             best: tuple[int, str, list[str]] | None = None
@@ -63,7 +141,8 @@ def plan_domains(state: SessionState, jobs: list[JobInfo], gradients: Callable[[
                 _, name, nodes = best
                 for node, pod in zip(nodes, gang.pods):
                     free[node] -= pod
-                plan[gang.job.key] = name
+                plan.domains[gang.job.key] = name
+                plan.pods[gang.job.key] = gang.pods
                 break
     return plan
 
@@ -82,7 +161,7 @@ def _pods_to_place(job: JobInfo, gpus: GpuCount) -> list[int]:
 def _fit(topo: SessionTopology, domain: str, pods: list[int], free: dict[str, int]) -> list[str] | None:
     """Nodes of `domain` for each pod (best fit: the node with the least free GPUs that holds it), or
     None when the pods do not fit node by node."""
-    left = {n: free[n] for n in topo.info(domain).node_names}
+    left = {n: free[n] for n in topo.info(domain).node_names if n in free}
     if sum(left.values()) < sum(pods):
         return None
     chosen = []

@@ -29,20 +29,27 @@ if TYPE_CHECKING:
 class HyperNodeInfo:
     """One domain as rules see it (`hypernode` in the DSL)."""
 
-    def __init__(self, name: str, tier: int, tier_name: str, nodes: list[NodeInfo]):
+    def __init__(self, name: str, tier: int, tier_name: str, nodes: list[NodeInfo], state: SessionState):
         self.name = name
         self.tier = tier
         self.tier_name = tier_name
         self.nodes = nodes
         self.node_names = [n.name for n in nodes]
+        self.node_set = frozenset(self.node_names)
         self.allocatable: Resources = total(n.allocatable for n in nodes) if nodes else ZERO
         self.children: list[HyperNodeInfo] = []
         self.parent_name = ""
+        self._state = state
+        self._used: tuple[int, Resources] = (-1, ZERO)
 
     @property
     def used(self) -> Resources:
-        """Requests placed in the domain now (follows every placement of the session)."""
-        return total(n.used for n in self.nodes) if self.nodes else ZERO
+        """Requests placed in the domain now (follows every placement of the session; summed again only
+        after the session state changed)."""
+        version = self._state.version
+        if self._used[0] != version:
+            self._used = (version, total(n.used for n in self.nodes) if self.nodes else ZERO)
+        return self._used[1]
 
     @property
     def idle(self) -> Resources:
@@ -61,12 +68,12 @@ class SessionTopology:
         self.infos: dict[str, HyperNodeInfo] = {}
         for name, spec in self.tree.hypernodes.items():
             nodes = [state.nodes[n] for n in sorted(self.tree.real_nodes.get(name, ())) if n in state.nodes]
-            self.infos[name] = HyperNodeInfo(name, spec.tier, spec.tier_name, nodes)
+            self.infos[name] = HyperNodeInfo(name, spec.tier, spec.tier_name, nodes, state)
         for name, info in self.infos.items():
             info.children = [self.infos[c] for c in self.tree.children.get(name, ()) if c in self.infos]
             info.parent_name = self.tree.parent.get(name, "")
         root_nodes = list(state.nodes.values())
-        self.root = HyperNodeInfo(hn.CLUSTER_ROOT, self.tree.max_tier + 1, "", root_nodes)
+        self.root = HyperNodeInfo(hn.CLUSTER_ROOT, self.tree.max_tier + 1, "", root_nodes, state)
         self.root.children = [i for n, i in self.infos.items() if n not in self.tree.parent]
         self._row = state.arrays.row
         self._n = len(root_nodes)

@@ -145,6 +145,7 @@ class HyperNodeTree:
     def __init__(self, hypernodes: Sequence[HyperNode], nodes: Iterable[tuple[str, Mapping[str, str]]]):
         self.hypernodes: dict[str, HyperNode] = {h.name: h for h in hypernodes}
         self.problems: list[TopologyProblem] = []
+        self._ancestors: dict[str, tuple[list[str], frozenset[str]]] = {}
         node_list = list(nodes)
         self.parent: dict[str, str] = {}
         self.children: dict[str, list[str]] = {h.name: [] for h in hypernodes}
@@ -175,14 +176,19 @@ class HyperNodeTree:
         return hn.tier if hn is not None else 0
 
     def ancestors(self, name: str) -> list[str]:
-        """`name` itself, then its parent, grandparent, ... (not the virtual root)."""
-        out: list[str] = []
-        seen: set[str] = set()
-        while name and name in self.hypernodes and name not in seen:
-            out.append(name)
-            seen.add(name)
-            name = self.parent.get(name, "")
-        return out
+        """`name` itself, then its parent, grandparent, ... (not the virtual root). Kept per name: the
+        tree never changes once built, and node scores ask for every candidate node of every task."""
+        found = self._ancestors.get(name)
+        if found is None:
+            out: list[str] = []
+            seen: set[str] = set()
+            current = name
+            while current and current in self.hypernodes and current not in seen:
+                out.append(current)
+                seen.add(current)
+                current = self.parent.get(current, "")
+            found = self._ancestors[name] = (out, frozenset(out))
+        return found[0]
 
     def lca(self, a: str, b: str) -> str:
         """The lowest common ancestor of two domains; "" with "" is the other one; none in common is the
@@ -193,7 +199,8 @@ class HyperNodeTree:
             return a
         if a == b:
             return a
-        up = set(self.ancestors(a))
+        self.ancestors(a)
+        up = self._ancestors[a][1]
         for name in self.ancestors(b):
             if name in up:
                 return name
@@ -201,7 +208,10 @@ class HyperNodeTree:
 
     def within(self, name: str, ancestor: str) -> bool:
         """`name` is `ancestor` or lies under it (everything lies under the cluster root)."""
-        return ancestor == CLUSTER_ROOT or ancestor in self.ancestors(name)
+        if ancestor == CLUSTER_ROOT:
+            return True
+        self.ancestors(name)
+        return ancestor in self._ancestors[name][1]
 
     def descendants(self, name: str) -> list[str]:
         """Breadth first, `name` first; the cluster root's are every top domain and all below."""

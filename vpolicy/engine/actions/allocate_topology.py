@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from vpolicy.engine import domain_plan, optimize
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.heap import Queue
@@ -46,28 +48,29 @@ def searches_domains(ctx: ActionContext, job: JobInfo) -> bool:
     return job.topology_mode == "hard" or (ctx.optimize and job.topology_mode == "soft")
 
 
-def joint_plan(ctx: ActionContext, jobs: list[JobInfo]) -> dict[str, str]:
+def joint_plan(ctx: ActionContext, jobs: list[JobInfo]) -> domain_plan.Plan | None:
     """optimize mode: the domain each pending topology gang should go to, planned for all at once
-    (`engine.domain_plan`); empty in volcano mode."""
+    (`engine.domain_plan`); None in volcano mode."""
     if not ctx.optimize or not ctx.state.topology.enabled:
-        return {}
+        return None
     gangs = [j for j in jobs if searches_domains(ctx, j)]
     return domain_plan.plan_domains(ctx.state, gangs, lambda j: domain_gradients(ctx, j), optimize.gpus)
 
 
 def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
-                 plan: dict[str, str] | None = None) -> tuple[Statement | None, str]:
+                 plan: domain_plan.Plan | None = None) -> tuple[Statement | None, str]:
     """The statement placing the job's gang in the best domain of the lowest tier that holds it, and
     that domain ("" when none does); `tasks` is left holding what the chosen trial did not reach.
 
     Volcano mode keeps the domain its `hypernode_order` rules score highest. Optimize mode tries the
     planned domain first and keeps it when the gang fits there; otherwise it keeps the domain left with
     the fewest free GPUs (best fit), the rules' score breaking ties; a soft-mode gang that fits no
-    allowed domain is then allocated over the whole cluster, as soft mode allows."""
+    allowed domain is then allocated over the whole cluster, as soft mode allows. With a plan, no trial
+    may take the room of a planned gang not yet served (`Plan.keeps`)."""
     from vpolicy.engine.actions.allocate import allocate_tasks  # allocate dispatches here
 
     rt, topo = ctx.runtime, ctx.state.topology
-    planned = (plan or {}).get(job.key, "")
+    planned = plan.domain(job) if plan is not None else ""
     pending = _drain(tasks)
     original = job.allocated_hypernode
     tried: list[list[str]] = []
@@ -81,17 +84,25 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
                 group = [planned, *(n for n in group if n != planned)]
             for name in group:
                 info = topo.info(name)
-                score: tuple[float, ...] = (float(sum(rt.ask(rule, job, info) for rule in rt.rules("hypernode_order"))),)
+                if not _any_fits(ctx, pending, topo.mask(name)):
+                    continue  # the dry run would place nothing there
                 job.failed_roles.clear()  # Volcano's ResetFitErr: each domain starts clean
                 worksheet = rt.task_queue(pending)
                 stmt = allocate_tasks(ctx, job, worksheet, within=topo.mask(name))
+                if (stmt is not None and stmt.ops and plan is not None and name != planned
+                        and not plan.keeps(ctx.state, name, job=job)):
+                    stmt.discard()  # it would take a planned gang's room
+                    stmt = None
                 if stmt is not None and stmt.ops:
-                    if ctx.optimize:
-                        score = (-float(optimize.gpus(info.idle)), *score)
-                    if best is None or score > best.score:
-                        best = _Solution(name, score, [(op.kind, op.task, op.task.node_name) for op in stmt.ops],
-                                         _drain(worksheet))
+                    left = -float(optimize.gpus(info.idle))  # GPUs the gang would leave free there
+                    trial = _Solution(name, (), [(op.kind, op.task, op.task.node_name) for op in stmt.ops],
+                                      _drain(worksheet))
                     stmt.discard()
+                    # scored as the session was before the dry run, as Volcano scores its solutions
+                    score = float(sum(rt.ask(rule, job, info) for rule in rt.rules("hypernode_order")))
+                    trial.score = (left, score) if ctx.optimize else (score,)
+                    if best is None or trial.score > best.score:
+                        best = trial
                 job.allocated_hypernode = original
                 if best is not None and best.domain == planned:
                     break  # optimize: the plan holds
@@ -104,15 +115,60 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
                 for _kind, placed, _node in best.placements:
                     ctx.fit_errors.pop(placed.uid, None)
                 ctx.job_reasons.pop(job.key, None)
+                if plan is not None:
+                    plan.served(job)
                 return final, best.domain
     finally:
         placement.sample = sample
     for task in pending:
         tasks.push(task)
+    if plan is not None and plan.holds_room() and not planned:
+        plan.deferred.append(job)  # optimize: try again once the planned gangs are served
+        return None, ""
     if job.topology_mode == "soft":  # optimize mode only: no allowed domain holds it; soft mode spreads
         return allocate_tasks(ctx, job, tasks), ""
     ctx.job_reasons[job.key] = unplaced_reason(topo, job, pending, tried)
     return None, ""
+
+
+def retry_deferred(ctx: ActionContext, plan: domain_plan.Plan | None,
+                   worksheets: dict[str, Queue[TaskInfo]]) -> None:
+    """optimize mode, after allocate's turns: the gangs refused while planned ones held their room try
+    again, in job order, on what is left (committed when ready, kept when pipelined, as in a turn)."""
+    if plan is None:
+        return
+    plan.domains.clear()
+    waiting, plan.deferred = plan.deferred, []
+    for job in waiting:
+        tasks = worksheets[job.key]
+        if tasks.empty():
+            continue
+        stmt, domain = allocate_job(ctx, job, tasks, plan=plan)
+        if stmt is not None and ctx.runtime.job_ready(job):
+            stmt.commit()
+            if domain:
+                job.allocated_hypernode = ctx.state.topology.lca(job.allocated_hypernode, domain)
+
+
+def _any_fits(ctx: ActionContext, pending: list[TaskInfo], within: np.ndarray) -> bool:
+    """Some pending task's request fits some node of the domain's FutureIdle (else a dry run there
+    places nothing: the resource check comes before every predicate)."""
+    arrays = ctx.placement.arrays
+    future = arrays.future[within]
+    if not len(future):
+        return False
+    seen: set[int] = set()
+    for task in pending:
+        if id(task.resreq) in seen:
+            continue
+        seen.add(id(task.resreq))
+        if arrays.unknown_dims(task.resreq):
+            return True  # a resource no column holds: let the dry run say
+        request = arrays.cached_vector(task.resreq)
+        asked = request > 0  # only what it asks for: never prunes a domain Volcano's check would allow
+        if bool((future[:, asked] >= request[asked]).all(axis=1).any()):
+            return True
+    return False
 
 
 def domain_gradients(ctx: ActionContext, job: JobInfo) -> list[list[str]]:
