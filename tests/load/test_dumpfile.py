@@ -131,3 +131,17 @@ def test_a_json_syntax_error_in_a_big_dump_is_located(tmp_path: Path, small_clus
     (found,) = caught.value.diagnostics
     assert found.code == "load.yaml-syntax" and found.span is not None
     assert found.span.line == broken[:cut].count("\n") + 1
+
+
+@pytest.mark.parametrize("layout", ["dashes-at-the-key", "dashes-indented"])
+def test_a_yaml_list_is_cut_into_items_only_where_its_items_start(tmp_path: Path, layout: str) -> None:
+    pad = "" if layout == "dashes-at-the-key" else "  "
+    items = "".join(f"{pad}- apiVersion: v1\n{pad}  kind: Namespace\n{pad}  metadata:\n{pad}    name: ns{i}\n"
+                    f"{pad}    labels:\n{pad}      note: |\n{pad}        - not an item\n{pad}        ---\n"
+                    for i in range(3))
+    text = f"apiVersion: v1\nitems:\n{items}kind: List\nmetadata:\n  finalizers:\n  - x\n---\n" \
+           "apiVersion: v1\nkind: Namespace\nmetadata: {name: last}\n"
+    path = _write(tmp_path, "list.yaml", text)
+    fast = cluster.load_cluster(path, fast=True)
+    assert fast.namespaces == ("ns0", "ns1", "ns2", "last")
+    assert fast == cluster.load_cluster(path, fast=False)

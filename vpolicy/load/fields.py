@@ -79,10 +79,20 @@ class View:
     kind: str
     path: str = ""
     anchor: Span | None = None  # what to point at when a field inside is missing; the mapping itself if None
+    # Or where that anchor is, worked out only if asked for: (a mapping, its key) or (a list, an index). A
+    # big dump's views are made by the hundred thousand and almost never blamed.
+    anchor_in: tuple[Any, Any] | None = None
 
     # Location -------------------------------------------------------------------------------------
     def span(self) -> Span:
-        return self.anchor if self.anchor is not None else self.file.node_span(self.node)
+        if self.anchor is not None:
+            return self.anchor
+        if self.anchor_in is not None:
+            container, at = self.anchor_in
+            if isinstance(container, list):
+                return self.file.item_span(container, at)
+            return self.file.key_span(container, at)
+        return self.file.node_span(self.node)
 
     def key_span(self, key: str) -> Span:
         return self.file.key_span(self.node, key) if key in self.node else self.span()
@@ -109,7 +119,7 @@ class View:
         if not isinstance(value, dict):
             self.wrong_type(key, "a mapping")
             return None
-        return View(self.file, self.problems, value, self.kind, self.field_path(key), self.key_span(key))
+        return View(self.file, self.problems, value, self.kind, self.field_path(key), anchor_in=(self.node, key))
 
     def mappings(self, key: str) -> list[View]:
         """A list of mappings (containers, taints, terms); items of another type are reported and skipped."""
@@ -118,7 +128,7 @@ class View:
         for index, item in enumerate(items):
             where = f"{self.field_path(key)}[{index}]"
             if isinstance(item, dict):
-                views.append(View(self.file, self.problems, item, self.kind, where, self.file.item_span(items, index)))
+                views.append(View(self.file, self.problems, item, self.kind, where, anchor_in=(items, index)))
             elif item is not None:
                 self._report_type(self.file.item_span(items, index), where, "a mapping", item)
         return views
