@@ -36,7 +36,7 @@ from vpolicy.load import manifest
 
 CACHE = Path(os.environ.get("VPOLICY_CACHE", Path.home() / ".cache" / "vpolicy")) / "dumps"
 FORMATS = ("yaml", "json")
-VERSION = 2  # bump when the noise changes, so cached dumps are rewritten
+VERSION = 3  # bump when the noise changes, so cached dumps are rewritten
 _CONF = Path(__file__).resolve().parent.parent / "examples"
 _IMAGES = ("registry.k8s.io/kube-proxy", "docker.io/library/python", "nvcr.io/nvidia/pytorch",
            "ghcr.io/example/trainer", "quay.io/prometheus/node-exporter", "docker.io/calico/node",
@@ -254,21 +254,46 @@ def to_yaml(document: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
-def dump_path(size: str, fmt: str, *, seed: int = 1, gz: bool = False) -> Path:
-    """The cached dump of `size` in `fmt`, written first if missing."""
-    path = CACHE / f"steady-{size}-seed{seed}-v{VERSION}.{fmt}{'.gz' if gz else ''}"
+def dump_path(size: str, fmt: str, *, seed: int = 1, gz: bool = False, fault: bool = False) -> Path:
+    """The cached dump of `size` in `fmt`, written first if missing. With `fault`, one pod nine tenths of
+    the way in asks for `cpu: 2x` (a bad quantity): the loader must find it and say where it is."""
+    path = CACHE / f"steady-{size}-seed{seed}-v{VERSION}{'-fault' if fault else ''}.{fmt}{'.gz' if gz else ''}"
     if path.exists():
         return path
     CACHE.mkdir(parents=True, exist_ok=True)
     generated = gen.generate(gen.SIZES[size], "steady", seed=seed)
-    document = {"apiVersion": "v1", "items": list(realistic_objects(generated, seed=seed)), "kind": "List",
-                "metadata": {"resourceVersion": ""}}
-    text = json.dumps(document, indent=4) + "\n" if fmt == "json" else to_yaml(document)
+    objects = realistic_objects(generated, seed=seed)
+    if fault:
+        objects = _with_fault(list(objects))
     with tempfile.NamedTemporaryFile("wb", dir=CACHE, delete=False) as tmp:
-        data = text.encode("utf-8")
-        tmp.write(gzip.compress(data, compresslevel=3) if gz else data)
+        raw = gzip.open(tmp, "wb", compresslevel=3) if gz else tmp
+        with raw as out:
+            _write_list(objects, fmt, out)
     os.replace(tmp.name, path)
     return path
+
+
+def _with_fault(objects: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    pods = [o for o in objects if o["kind"] == "Pod"]
+    pods[len(pods) * 9 // 10]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2x"
+    return iter(objects)
+
+
+def _write_list(objects: Iterator[dict[str, Any]], fmt: str, out: Any) -> None:
+    """The List as kubectl prints it, written object by object (an L dump does not fit in memory twice)."""
+    if fmt == "json":
+        out.write(b'{\n    "apiVersion": "v1",\n    "items": [\n')
+        first = True
+        for obj in objects:
+            body = json.dumps(obj, indent=4).replace("\n", "\n        ")
+            out.write((("" if first else ",\n") + "        " + body).encode())
+            first = False
+        out.write(b'\n    ],\n    "kind": "List",\n    "metadata": {\n        "resourceVersion": ""\n    }\n}\n')
+        return
+    out.write(b"apiVersion: v1\nitems:\n")
+    for obj in objects:
+        out.write(to_yaml({"items": [obj]})[len("items:\n"):].encode())
+    out.write(b'kind: List\nmetadata:\n  resourceVersion: ""\n')
 
 
 # --- timing --------------------------------------------------------------------------------------
@@ -276,7 +301,7 @@ def conf_path() -> Path:
     return _CONF / "volcano-scheduler.conf"
 
 
-def run_once(dump: Path, *, extra: Sequence[str] = ()) -> dict[str, Any]:
+def run_once(dump: Path, *, extra: Sequence[str] = (), expect_error: bool = False) -> dict[str, Any]:
     """One `vpolicy dry-run` as a child: wall seconds, peak RSS (MiB), the child's own phase timings."""
     with tempfile.NamedTemporaryFile("r", suffix=".json") as timings, tempfile.TemporaryFile() as out, \
             tempfile.TemporaryFile() as err:
@@ -290,14 +315,20 @@ def run_once(dump: Path, *, extra: Sequence[str] = ()) -> dict[str, Any]:
         wall = time.perf_counter() - start
         code = os.waitstatus_to_exitcode(status)
         child.returncode = code
-        if code != 0:
-            err.seek(0)
-            raise RuntimeError(f"dry-run failed ({code}): {err.read().decode()[-2000:]}")
+        err.seek(0)
+        errors = err.read().decode()
+        if code != (1 if expect_error else 0):
+            raise RuntimeError(f"dry-run exited {code}: {errors[-2000:]}")
         out.seek(0)
         decisions = out.read()
         phases = json.loads(Path(timings.name).read_text() or "{}")
-    return {"wall_s": round(wall, 3), "peak_rss_mib": round(usage.ru_maxrss / 1024), "phases": phases,
-            "decisions_sha256": hashlib.sha256(decisions).hexdigest()[:16]}
+    cpu = usage.ru_utime + usage.ru_stime
+    out_doc: dict[str, Any] = {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+                               "peak_rss_mib": round(usage.ru_maxrss / 1024), "phases": phases,
+                               "decisions_sha256": hashlib.sha256(decisions).hexdigest()[:16]}
+    if expect_error:
+        out_doc["error"] = errors.strip().splitlines()[0] if errors.strip() else ""
+    return out_doc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -308,6 +339,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--write-only", action="store_true", help="write the dump and print its path")
+    parser.add_argument("--fault", action="store_true",
+                        help="also time the same dump with one malformed pod deep inside (the error's report)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     dump = dump_path(args.size, args.format, seed=args.seed, gz=args.gz)
@@ -316,11 +349,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"dump: {dump} ({size_mb:.1f} MB{'; written in %.0f s' % made if made > 1 else ''})", flush=True)
     if args.write_only:
         return 0
-    runs = [run_once(dump) for _ in range(args.runs)]
+    faulty = dump_path(args.size, args.format, seed=args.seed, gz=args.gz, fault=True) if args.fault else None
+    runs, faults = [], []
+    for _ in range(args.runs):  # alternating, so both see the same machine
+        runs.append(run_once(dump))
+        if faulty is not None:
+            faults.append(run_once(faulty, expect_error=True))
     best = min(runs, key=lambda r: r["wall_s"])
-    print(json.dumps({"size": args.size, "format": args.format + (".gz" if args.gz else ""),
-                      "file_mb": round(size_mb, 1), "walls_s": [r["wall_s"] for r in runs], "best": best},
-                     indent=2))
+    result: dict[str, Any] = {"size": args.size, "format": args.format + (".gz" if args.gz else ""),
+                              "file_mb": round(size_mb, 1), "walls_s": [r["wall_s"] for r in runs],
+                              "cpus_s": [r["cpu_s"] for r in runs], "best": best}
+    if faults:
+        worst = max(faults, key=lambda r: r["wall_s"])
+        clean_load = [r["phases"].get("startup", 0) + r["phases"].get("read", 0)
+                      + r["phases"].get("build snapshot", 0) for r in runs]
+        result["fault"] = {"walls_s": [r["wall_s"] for r in faults], "cpus_s": [r["cpu_s"] for r in faults],
+                           "error": worst.get("error", ""),
+                           "vs_clean_load_wall": round(min(r["wall_s"] for r in faults) / min(clean_load), 2)}
+    print(json.dumps(result, indent=2))
     return 0
 
 
