@@ -29,9 +29,10 @@ log = logging.getLogger(__name__)
 
 BUILTIN_MODULES = ("cluster_adapter.controllers.queue", "cluster_adapter.controllers.podgroup",
                    "cluster_adapter.controllers.job.controller", "cluster_adapter.controllers.cronjob",
-                   "cluster_adapter.controllers.gc")
+                   "cluster_adapter.controllers.gc", "cluster_adapter.controllers.hypernode")
 # `--once` converges in fewer rounds when queues exist before jobs are synced, and jobs before the GC.
-DRAIN_ORDER = ("queue-controller", "pg-controller", "job-controller", "cronjob-controller", "gc-controller")
+DRAIN_ORDER = ("queue-controller", "pg-controller", "job-controller", "cronjob-controller", "gc-controller",
+               "hypernode-controller")
 _REGISTRY: dict[str, type["Controller"]] = {}
 
 

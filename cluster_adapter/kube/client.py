@@ -173,7 +173,8 @@ PRIORITY_CLASSES = Resource("priorityclasses", "scheduling.k8s.io/v1", "Priority
 QUEUES = Resource("queues", "scheduling.volcano.sh/v1beta1", "Queue", "queues", False)
 PODGROUPS = Resource("podgroups", "scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups", True)
 VCJOBS = Resource("jobs", "batch.volcano.sh/v1alpha1", "Job", "jobs", True, optional=True)
-SCHEDULER_RESOURCES = (NODES, PODS, NAMESPACES, PRIORITY_CLASSES, QUEUES, PODGROUPS, VCJOBS)
+HYPERNODES = Resource("hypernodes", "topology.volcano.sh/v1alpha1", "HyperNode", "hypernodes", False, optional=True)
+SCHEDULER_RESOURCES = (NODES, PODS, NAMESPACES, PRIORITY_CLASSES, QUEUES, PODGROUPS, VCJOBS, HYPERNODES)
 EVENTS = Resource("events", "v1", "Event", "events", True)
 LEASES = Resource("leases", "coordination.k8s.io/v1", "Lease", "leases", True)
 

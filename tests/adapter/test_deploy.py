@@ -35,7 +35,7 @@ def test_kustomization_lists_every_manifest() -> None:
                                                          if f.name != "kustomization.yaml")
 
 
-@pytest.mark.parametrize("kind", ["Queue", "PodGroup", "Job", "CronJob"])
+@pytest.mark.parametrize("kind", ["Queue", "PodGroup", "Job", "CronJob", "HyperNode"])
 def test_crds_match_volcano_and_the_emulator(kind: str) -> None:
     crd = next(o for o in objects("crds.yaml") if o["spec"]["names"]["kind"] == kind)
     served = next(r for r in RESOURCES if r.kind == kind and r.group.endswith("volcano.sh"))

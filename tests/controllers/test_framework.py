@@ -12,13 +12,15 @@ from cluster_adapter.controllers.clock import FakeClock
 from cluster_adapter.controllers.workqueue import WorkQueue
 from vpolicy import cli
 
-KNOWN = ["queue-controller", "pg-controller", "job-controller", "cronjob-controller", "gc-controller"]
+KNOWN = ["queue-controller", "pg-controller", "job-controller", "cronjob-controller", "gc-controller",
+         "hypernode-controller"]
 
 
 @pytest.mark.parametrize("spec, expected", [
     pytest.param("*", KNOWN, id="all"),
-    pytest.param("*,-gc", KNOWN[:4], id="all-but-gc"),
-    pytest.param("*,-gc-controller,-pg", ["queue-controller", "job-controller", "cronjob-controller"], id="full-names"),
+    pytest.param("*,-gc", [*KNOWN[:4], "hypernode-controller"], id="all-but-gc"),
+    pytest.param("*,-gc-controller,-pg,-hypernode", ["queue-controller", "job-controller", "cronjob-controller"],
+                 id="full-names"),
     pytest.param("job,queue", ["queue-controller", "job-controller"], id="only-named"),
 ])
 def test_select(spec: str, expected: list[str]) -> None:

@@ -58,6 +58,7 @@ RESOURCES: tuple[Kind, ...] = (
     Kind("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True, frozenset()),
     Kind("batch.volcano.sh", "v1alpha1", "jobs", "Job", True, frozenset({"status"})),
     Kind("batch.volcano.sh", "v1alpha1", "cronjobs", "CronJob", True, frozenset({"status"})),
+    Kind("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", False, frozenset({"status"})),
 )
 
 BY_KEY: dict[str, Kind] = {k.key: k for k in RESOURCES}
