@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from cluster_adapter.controllers.api import NAMESPACES, PODGROUPS, QUEUES
 from cluster_adapter.kube.client import APIError, KubeClient
-from vpolicy.admission import common, jobs, podgroups, pods, queues
+from vpolicy.admission import common, hypernodes, jobs, podgroups, pods, queues
 
 log = logging.getLogger(__name__)
 MAX_BODY = 8 * 1024 * 1024  # bytes; the API server sends at most a few MiB per review
@@ -170,6 +170,12 @@ def _podgroups_validate(request: dict[str, Any], lookup: Lookup | None, schedule
     return _verdict(podgroups.validate_podgroup(request.get("object") or {}, queues=queue_map))
 
 
+def _hypernodes_validate(request: dict[str, Any], lookup: Lookup | None, scheduler_name: str) -> dict[str, Any]:
+    if request.get("operation") == "DELETE":
+        return _allow()
+    return _verdict(hypernodes.validate_hypernode(request.get("object") or {}))
+
+
 def _pods_mutate(request: dict[str, Any], lookup: Lookup | None, scheduler_name: str) -> dict[str, Any]:
     obj = request.get("object") or {}
     return _patched(obj, pods.default_pod(obj))
@@ -179,7 +185,7 @@ ROUTES: dict[str, Handler] = {
     "/jobs/mutate": _jobs_mutate, "/jobs/validate": _jobs_validate,
     "/queues/mutate": _queues_mutate, "/queues/validate": _queues_validate,
     "/podgroups/mutate": _podgroups_mutate, "/podgroups/validate": _podgroups_validate,
-    "/pods/mutate": _pods_mutate,
+    "/pods/mutate": _pods_mutate, "/hypernodes/validate": _hypernodes_validate,
 }
 
 

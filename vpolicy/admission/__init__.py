@@ -7,6 +7,7 @@ server or a YAML file holds them): no Kubernetes client, no I/O, no clock.
   `queues.validate_queue_delete(name, queues=..., podgroups=...)`;
 - `podgroups.default_podgroup(group, namespace_annotations=...)`;
   `podgroups.validate_podgroup(group, queues=...)`;
+- `hypernodes.validate_hypernode(hypernode)` (hypernodes/validate);
 - `common.Violation` (code, field path, message) and `common.diagnostics(violations, span_of)`, which
   turns them into `vpolicy.errors.Diagnostic`s for `vpolicy check` on manifests.
 

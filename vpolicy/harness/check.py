@@ -398,7 +398,7 @@ def check_admission(fields: _Fields) -> list[Diagnostic]:
     """Volcano's admission webhooks (validation after defaulting, `vpolicy.admission`) on each Job and
     PodGroup of the manifests: what the API server would have refused. Queue rules and cross-object
     rules are `check_cluster`'s; only jobs are checked against the queues here."""
-    from vpolicy.admission import jobs, podgroups, queues
+    from vpolicy.admission import hypernodes, jobs, podgroups, queues
 
     objects = list(fields.objects.values())
     known: dict[str, Any] = {"root": {"metadata": {"name": "root"}}, "default": {"metadata": {"name": "default"}}}
@@ -413,6 +413,8 @@ def check_admission(fields: _Fields) -> list[Diagnostic]:
                      if v.code not in _REPORTED_BY_CHECK_CLUSTER]
         elif kind == "PodGroup" and api.startswith("scheduling.volcano.sh/"):
             found = podgroups.validate_podgroup(podgroups.default_podgroup(obj))
+        elif kind == "HyperNode" and api.startswith("topology.volcano.sh/"):
+            found = hypernodes.validate_hypernode(obj)
         else:  # queues: check_cluster already applies the queue webhook's rules, with notes
             continue
             continue
