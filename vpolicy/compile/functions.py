@@ -204,6 +204,33 @@ def timestamp(text: Any) -> float:
     return parsed.timestamp()
 
 
+def time_of_day(at: float) -> float:
+    """Seconds since midnight, UTC, of an epoch time."""
+    return float(at) % 86_400.0
+
+
+def clock_time(text: Any) -> float:
+    """`H:MM` or `HH:MM` (Go's `15:04` layout) as seconds since midnight; -1 when it is not one."""
+    if not isinstance(text, str):
+        return -1.0
+    hours, sep, minutes = text.partition(":")
+    if (not sep or not hours.isdigit() or not minutes.isdigit() or not 1 <= len(hours) <= 2 or len(minutes) != 2
+            or int(hours) > 23 or int(minutes) > 59):
+        return -1.0
+    return float(int(hours) * 3600 + int(minutes) * 60)
+
+
+def int_or_percent(text: Any, whole: float) -> int:
+    """Kubernetes' GetValueFromIntOrPercent, rounding up: `2` is 2, `50%` of 5 is 3; 0 when neither."""
+    raw = str(text).strip()
+    if raw.endswith("%") and raw[:-1].isdigit():
+        return int(math.ceil(int(raw[:-1]) * float(whole) / 100.0))
+    try:
+        return int(raw)
+    except ValueError:
+        return 0
+
+
 def selects(pdb: Any, task: Any) -> bool:
     """A PodDisruptionBudget covers a pod: same namespace, and its (non-empty) selector matches the labels."""
     return bool(pdb.namespace == task.namespace and budgets.selector_matches(pdb.selector, task.labels))
@@ -213,6 +240,11 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "compare": compare,
     "duration": duration,
     "selects": selects,
+    "time_of_day": time_of_day,
+    "clock_time": clock_time,
+    "split_by": lambda text, sep: str(text).split(sep) if sep else [str(text)],
+    "trim": lambda text: str(text).strip(),
+    "int_or_percent": int_or_percent,
     "timestamp": timestamp,
     "le": lambda a, b: a.le(b),
     "le_on": lambda a, b, names: a.le_on_dims_of(b, names),

@@ -28,11 +28,25 @@ _ON_NODE_STATUSES = ALLOCATED_STATUSES | {TaskStatus.RELEASING, TaskStatus.PIPEL
 _ON_NODE_AT_OPEN = ALLOCATED_STATUSES | {TaskStatus.RELEASING}  # a snapshot holds nothing pipelined
 
 
+# strconv.ParseBool's true spellings (Volcano reads volcano.sh/preemptable with it)
+_GO_TRUE = frozenset({"1", "t", "true"})
+
+
+def _revocable_zone(annotations: Any) -> str:
+    """Volcano's GetPodRevocableZone: `*` for the annotation volcano.sh/revocable-zone `*` (any other value:
+    none), else `*` for volcano.sh/preemptable true; else ""."""
+    zone = annotations.get("volcano.sh/revocable-zone")
+    if zone is not None:
+        return "*" if zone == "*" else ""
+    preemptable = annotations.get(snap.PREEMPTABLE_KEY)
+    return "*" if preemptable is not None and preemptable.strip().lower() in _GO_TRUE else ""
+
+
 class TaskInfo:
     __slots__ = ("pod", "job", "status", "node_name", "uid", "name", "namespace", "key", "resreq",
                  "priority", "role", "best_effort", "preemptable", "labels", "annotations", "order_index",
                  "priority_class_name", "node_selector", "original_status", "evicted", "eviction_occurred",
-                 "last_placement", "scheduled_at", "relations")
+                 "last_placement", "scheduled_at", "revocable_zone", "relations")
 
     def __init__(self, pod: snap.Pod, job: "JobInfo | None"):
         self.pod = pod
@@ -55,6 +69,7 @@ class TaskInfo:
         self.node_selector = pod.node_selector
         self.order_index = pod.order_index
         self.scheduled_at = pod.scheduled_at
+        self.revocable_zone = _revocable_zone(pod.annotations)
         self.evicted = False
         # pipelined where evictions for it made the room (Volcano's TransactionContext.EvictionOccurred):
         # only such a pod is given status.nominatedNodeName
@@ -132,6 +147,8 @@ class JobInfo:
         self.allocated_hypernode = ""  # live: grows with the job's placements
         self.annotations = pg.annotations
         self.labels = pg.labels
+        raw = pg.annotations.get(snap.PREEMPTABLE_KEY, pg.labels.get(snap.PREEMPTABLE_KEY))
+        self.preemptable = raw is not None and raw.strip().lower() in _GO_TRUE  # Volcano's extractPreemptable
         self.quotas: list[ResourceQuota] = []  # its namespace's ResourceQuotas (SessionState fills them)
 
     # counts: kept per status by SessionState.set_status, so rules read them in O(1) -----------------

@@ -246,7 +246,12 @@ def _explain_pending(snapshot: ClusterSnapshot, compiled: CompiledPolicy, result
     t0 = time.perf_counter()
     out.analysis = explain_pending.analyse(result, job.key, target=task if task is not None and task.best_effort else None)
     out.timings["solver_ms"] = _ms(t0)
-    if out.analysis.verdict == "conflict":
+    # the solver's room ignores network domains: a hard-mode gang held by its topology says so first
+    topology = next((r for t in job.tasks for r in result.decisions.unschedulable.get(t.key, [])
+                     if r.startswith("network topology (hard")), "")
+    if topology:
+        out.summary += f": {topology}"
+    elif out.analysis.verdict == "conflict":
         out.summary += ": these rules conflict"
     elif out.analysis.verdict == "fits":
         out.summary += (": a placement exists on the free resources (solver), but the session's greedy order did "

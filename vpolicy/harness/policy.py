@@ -274,11 +274,13 @@ def _argument_problems(module: ast.Module, settings: Mapping[str, Any],
     the module reads with `argument(KEY, default)`. (The compiler reports what it cannot read as its
     parameter's type: `_at_argument` moves those into the user's file.)"""
     params = _params_by_key(module)
-    nested = _nested_keys(module)
+    nested, nested_prefixes = _nested_keys(module)
     problems = []
     for key, raw in settings.items():
+        if key not in params and any(key.startswith(p) for p in nested_prefixes):
+            continue  # read as text inside the module (`argument_text_at`)
         if key in nested and key not in params:
-            if raw is not None and not isinstance(raw, Mapping):
+            if raw is not None and not isinstance(raw, Mapping) and key not in _text_keys(module):
                 problems.append(_bad_argument(module, key, f"must be a mapping, got {_shown(raw)}",
                                               spans.get(key), None))
             continue
@@ -361,15 +363,12 @@ def _read_arguments(module: ast.Module) -> tuple[dict[str, source.Span], dict[st
     prefixes: dict[str, source.Span] = {}
     for root in ast.declared_expressions(module):
         for node in ast.walk(root):
-            if (isinstance(node, ast.Call) and node.func in _NESTED_READERS and node.args
-                    and isinstance(node.args[0], ast.ListLit) and node.args[0].items
-                    and isinstance(node.args[0].items[0], ast.Literal)
-                    and isinstance(node.args[0].items[0].value, str)):
-                exact.setdefault(node.args[0].items[0].value, node.span)  # the top key of a nested argument
+            if not (isinstance(node, ast.Call) and node.args and (
+                    node.func == "argument" or (node.func in _NESTED_READERS and isinstance(node.args[0], ast.ListLit)
+                                                and node.args[0].items))):
                 continue
-            if not (isinstance(node, ast.Call) and node.func == "argument" and node.args):
-                continue
-            key = node.args[0]
+            # a nested reader's top key is the first of its path
+            key = node.args[0].items[0] if isinstance(node.args[0], ast.ListLit) else node.args[0]
             if isinstance(key, ast.Literal) and isinstance(key.value, str):
                 exact.setdefault(key.value, node.span)
             elif (isinstance(key, ast.Binary) and key.op == "+" and isinstance(key.left, ast.Literal)
@@ -378,16 +377,35 @@ def _read_arguments(module: ast.Module) -> tuple[dict[str, source.Span], dict[st
     return exact, prefixes
 
 
-def _nested_keys(module: ast.Module) -> set[str]:
-    """The top keys of the mapping arguments a module reads inside (`argument_at(["resources", ...])`)."""
+def _nested_keys(module: ast.Module) -> tuple[set[str], set[str]]:
+    """The top keys (exact, and literal prefixes of keys built as `"prefix" + name`) of the arguments a
+    module reads with a path (`argument_at(["resources", ...])`, `argument_text_at(["tdm.zone." + z])`):
+    mappings or texts, not numbers."""
+    exact: set[str] = set()
+    prefixes: set[str] = set()
+    for root in ast.declared_expressions(module):
+        for node in ast.walk(root):
+            if not (isinstance(node, ast.Call) and node.func in _NESTED_READERS and node.args
+                    and isinstance(node.args[0], ast.ListLit) and node.args[0].items):
+                continue
+            key = node.args[0].items[0]
+            if isinstance(key, ast.Literal) and isinstance(key.value, str):
+                exact.add(key.value)
+            elif (isinstance(key, ast.Binary) and key.op == "+" and isinstance(key.left, ast.Literal)
+                  and isinstance(key.left.value, str)):
+                prefixes.add(key.left.value)
+    return exact, prefixes
+
+
+def _text_keys(module: ast.Module) -> set[str]:
+    """Top keys read as a text by `argument_text_at([KEY])`, a path of one key: not a mapping."""
     keys = set()
     for root in ast.declared_expressions(module):
         for node in ast.walk(root):
-            if (isinstance(node, ast.Call) and node.func in _NESTED_READERS and node.args
-                    and isinstance(node.args[0], ast.ListLit) and node.args[0].items
-                    and isinstance(node.args[0].items[0], ast.Literal)
-                    and isinstance(node.args[0].items[0].value, str)):
-                keys.add(node.args[0].items[0].value)
+            if (isinstance(node, ast.Call) and node.func == "argument_text_at" and node.args
+                    and isinstance(node.args[0], ast.ListLit) and len(node.args[0].items) == 1
+                    and isinstance(node.args[0].items[0], ast.Literal)):
+                keys.add(str(node.args[0].items[0].value))
     return keys
 
 

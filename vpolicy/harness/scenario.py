@@ -29,6 +29,7 @@ from vpolicy.harness import policy as policies
 from vpolicy.load import conf as conf_loader
 from vpolicy.load import yaml_spans
 from vpolicy.load.cluster import load_cluster
+from vpolicy.load.fields import rfc3339_seconds
 from vpolicy.model.snapshot import ClusterSnapshot, PodGroupPhase
 from vpolicy.source import Span
 
@@ -58,7 +59,7 @@ EXPECT_KEYS = tuple(EXPECT_EXAMPLES)
 MAP_EXPECTATIONS = tuple(k for k, v in EXPECT_EXAMPLES.items() if v.startswith("{"))
 LIST_EXPECTATIONS = tuple(k for k in EXPECT_KEYS if k not in MAP_EXPECTATIONS)
 POLICY_KEYS = ("conf", "conf_file", "policy")
-HEADER_KEYS = ("apiVersion", "kind", "name", "description", *POLICY_KEYS, "expect", "xfail")
+HEADER_KEYS = ("apiVersion", "kind", "name", "description", *POLICY_KEYS, "now", "expect", "xfail")
 # What the values of each map expectation name (keys always name pods, except for podgroups).
 _NODE_VALUED = frozenset({"binds", "binds_include", "pipelined", "pipelined_include", "nominated"})
 _PHASES = tuple(p.value for p in PodGroupPhase)
@@ -118,6 +119,7 @@ class Header:
     description: str = ""
     xfail: str | None = None  # the known engine bug that makes this scenario fail (docs/scenarios.md)
     span: Span | None = field(default=None, compare=False)  # where `name` is written
+    now: float | None = None  # the session clock (`now: 2024-05-01T12:00:00Z`); None: the runner's
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +144,10 @@ class Scenario:
     @property
     def xfail(self) -> str | None:
         return self.header.xfail
+
+    @property
+    def now(self) -> float | None:
+        return self.header.now
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -241,14 +247,25 @@ class _HeaderReader:
         if xfail is not None and not xfail.strip():
             self._error(BAD_VALUE, "xfail must say why the scenario is known to fail", self.file.value_span(doc, "xfail"),
                         'write e.g. xfail: "engine bug: ..."')
+        now = self._now(doc)
         policy = self._policy(doc)
         expect = self._expect(doc)
         if self.diagnostics or name is None or expect is None:
             return None
         return Header(name=name.strip(), file=self.name, expect=expect, policy=policy, description=description,
-                      xfail=xfail.strip() if xfail else None, span=self.file.value_span(doc, "name"))
+                      xfail=xfail.strip() if xfail else None, span=self.file.value_span(doc, "name"), now=now)
 
     # header parts ---------------------------------------------------------------------------------
+    def _now(self, doc: CommentedMap) -> float | None:
+        """`now`: the session clock as an RFC 3339 time (time windows, waiting times, cooldowns)."""
+        if "now" not in doc:
+            return None
+        seconds = rfc3339_seconds(doc["now"])
+        if seconds is None:
+            self._error(BAD_VALUE, f"now must be an RFC 3339 time, not {doc['now']!r}", self.file.value_span(doc, "now"),
+                        "write e.g. now: 2024-05-01T12:00:00Z")
+        return seconds
+
     def _fixed(self, doc: CommentedMap, key: str, wanted: str) -> None:
         value = self._text(doc, key, required=True)
         if value is not None and value != wanted:

@@ -54,6 +54,8 @@ TASK = {
     "labels": Attribute("map[string,string]", "pod labels"),
     "annotations": Attribute("map[string,string]", "pod annotations"),
     "node_selector": Attribute("map[string,string]", "pod spec.nodeSelector"),
+    "revocable_zone": Attribute("string", "\"*\" when the pod may use revocable (tdm) nodes: annotation "
+                                          "volcano.sh/revocable-zone \"*\", else volcano.sh/preemptable true; else \"\""),
     "scheduled_at": Attribute("number", "lastTransitionTime of the PodScheduled=True condition, epoch seconds "
                                         "(0 when there is none)"),
     "pod_affinity": Attribute("list[term]", "required pod affinity terms (each counts pods matching all of them)"),
@@ -97,6 +99,7 @@ JOB = {
     "creation": Attribute("number", "creationTimestamp, epoch seconds"),
     "annotations": Attribute("map[string,string]", "PodGroup annotations"),
     "labels": Attribute("map[string,string]", "PodGroup labels"),
+    "preemptable": Attribute("bool", "the PodGroup's volcano.sh/preemptable annotation, else label (default false)"),
     "enqueued_now": Attribute("bool", "the job moved from Pending to Inqueue in this session's enqueue"),
     "quotas": Attribute("list[quota]", "the ResourceQuotas of the job's namespace"),
 }
@@ -305,6 +308,14 @@ FUNCTIONS: dict[str, Function] = {
                          "a Go duration (`1h2m3s`, `500ms`, `1.5h`) in seconds; -1 when the text is not one"),
     "timestamp": Function(("string",), "number",
                           "an RFC 3339 time (`2024-05-01T12:00:00Z`) as epoch seconds; -1 when the text is not one"),
+    "time_of_day": Function(("number",), "number", "seconds since midnight (UTC) of an epoch time"),
+    "clock_time": Function(("string",), "number",
+                           "a wall-clock time `H:MM` or `HH:MM` as seconds since midnight; -1 when the text is not one"),
+    "split_by": Function(("string", "string"), "list[string]", "the text split at every separator, as written"),
+    "trim": Function(("string",), "string", "the text without leading and trailing white space"),
+    "int_or_percent": Function(("string", "number"), "int",
+                               "a Kubernetes IntOrString: an integer, or a percentage of the total rounded up; "
+                               "0 when the text is neither"),
     "selects": Function(("pdb", "task"), "bool",
                         "the budget's label selector matches the pod (same namespace; a nil or empty selector "
                         "matches nothing)"),

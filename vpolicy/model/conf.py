@@ -129,8 +129,8 @@ IMPLEMENTED_PLUGINS: tuple[str, ...] = (
 PARTIAL_PLUGINS: Mapping[str, str] = {
     "usage": "node usage is read from the nodes' `usage.volcano.sh/*` annotations; no Prometheus or "
              "Elasticsearch metrics source is queried",
-    "tdm": "none of its rules run yet: revocable-zone time windows, their predicate, score and "
-           "victims are not implemented",
+    "tdm": "windows are read in UTC (Volcano: the scheduler's local time), and closed zones are emptied "
+           "in every session with shuffle rather than once per tdm.evict.period",
     "task-topology": "none of its rules run yet: bucketed placement of a job's tasks by affinity and "
                      "anti-affinity is not implemented",
     "numa-aware": "none of its rules run yet: Numatopology objects and the topology manager policies are "
