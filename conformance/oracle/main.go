@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -38,12 +39,26 @@ func main() {
 	confPath := flag.String("conf", "", "volcano-scheduler.conf, or a ConfigMap holding it")
 	batch := flag.Bool("batch", false, "read JSON-lines cases on stdin, write one document per line")
 	verbosity := flag.String("v", "0", "klog verbosity of Volcano's own logging (to stderr)")
+	cpuProfile := flag.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fail(err.Error())
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail(err.Error())
+		}
+		defer pprof.StopCPUProfile()
+	}
 	quietKlog(*verbosity)
 	serverDefaults()
 
 	if *batch {
-		os.Exit(runBatch())
+		if code := runBatch(); code != 0 {
+			os.Exit(code)
+		}
+		return
 	}
 	if len(clusters) == 0 {
 		fail("oracle: --cluster is required")
