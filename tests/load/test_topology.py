@@ -110,3 +110,15 @@ spec:
         _load(tmp_path, text)
     found = [(d.code, d.span.line if d.span else 0) for d in raised.value.diagnostics]
     assert (code, line) in found, found
+
+
+def test_hypernodes_and_network_topology_survive_writing_and_reading_back(tmp_path: Path) -> None:
+    from benchmarks import topology as workload
+    from vpolicy.harness import verify_yaml
+
+    snapshot, _gangs = workload.generate(workload.Size("T", 24, 1.2), seed=3)
+    path = tmp_path / "c.yaml"
+    path.write_text(verify_yaml.to_yaml(snapshot), encoding="utf-8")
+    again = load_cluster(path)
+    assert again.hypernodes == snapshot.hypernodes
+    assert [g.network_topology for g in again.podgroups] == [g.network_topology for g in snapshot.podgroups]

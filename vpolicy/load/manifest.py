@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 from typing import Any, Mapping
 
+from vpolicy.model import hypernodes as hn
 from vpolicy.model import snapshot as snap
 from vpolicy.model.resources import PODS, milli_scaled
 
@@ -30,6 +31,7 @@ def to_objects(s: snap.ClusterSnapshot) -> list[dict[str, Any]]:
     out += [_priority_class(pc) for pc in s.priority_classes]
     out += [_queue(q) for q in s.queues]
     out += [_node(n) for n in s.nodes]
+    out += [_hypernode(h) for h in s.hypernodes]
     out += [_podgroup(g) for g in s.podgroups]
     out += [_pod(p) for p in s.pods]
     return out
@@ -124,6 +126,8 @@ def _podgroup(g: snap.PodGroup) -> dict[str, Any]:
         spec["minResources"] = quantities(g.min_resources, with_pods=False)
     if g.priority_class_name:
         spec["priorityClassName"] = g.priority_class_name
+    if g.network_topology is not None:
+        spec["networkTopology"] = _network_topology(g.network_topology)
     status: dict[str, Any] = {"phase": g.phase.value}
     if g.conditions:
         status["conditions"] = [{k: v for k, v in (("type", c.type), ("status", c.status), ("reason", c.reason),
@@ -132,6 +136,39 @@ def _podgroup(g: snap.PodGroup) -> dict[str, Any]:
             "metadata": _meta(g.name, namespace=g.namespace, uid=g.uid, creation=g.creation, labels=g.labels,
                               annotations=g.annotations),
             "spec": spec, "status": status}
+
+
+def _network_topology(t: hn.NetworkTopology) -> dict[str, Any]:
+    out: dict[str, Any] = {"mode": t.mode}
+    if t.highest_tier_allowed is not None:
+        out["highestTierAllowed"] = t.highest_tier_allowed
+    if t.highest_tier_name:
+        out["highestTierName"] = t.highest_tier_name
+    return out
+
+
+def _hypernode(h: hn.HyperNode) -> dict[str, Any]:
+    members = []
+    for m in h.members:
+        sel = m.selector
+        if sel.exact is not None:
+            selector: dict[str, Any] = {"exactMatch": {"name": sel.exact}}
+        elif sel.regex is not None:
+            selector = {"regexMatch": {"pattern": sel.regex}}
+        else:
+            label_match: dict[str, Any] = {}
+            if sel.match_labels:
+                label_match["matchLabels"] = dict(sel.match_labels)
+            if sel.match_expressions:
+                label_match["matchExpressions"] = [{"key": r.key, "operator": r.operator, "values": list(r.values)}
+                                                   for r in sel.match_expressions]
+            selector = {"labelMatch": label_match}
+        members.append({"type": m.type, "selector": selector})
+    spec: dict[str, Any] = {"tier": h.tier, "members": members}
+    if h.tier_name:
+        spec["tierName"] = h.tier_name
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+            "metadata": _meta(h.name, labels=h.labels), "spec": spec}
 
 
 def _pod(p: snap.Pod) -> dict[str, Any]:
