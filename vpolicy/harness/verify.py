@@ -34,7 +34,7 @@ from vpolicy.compile.lower import compile_module
 from vpolicy.engine.session import CompiledPolicy
 from vpolicy.errors import Diagnostic, PolicyError, did_you_mean
 from vpolicy.compile import ir
-from vpolicy.harness import explain_record, verify_canon, verify_props, verify_symbolic, verify_worlds
+from vpolicy.harness import explain_record, verify_canon, verify_props, verify_symbolic, verify_topology, verify_worlds
 from vpolicy.harness import verify_yaml
 from vpolicy.harness import policy as policies
 from vpolicy.lang import load_module
@@ -49,6 +49,7 @@ PRESAMPLE = 200
 # wall time, so it leaves room for a busy machine. A timeout is reported as unknown, never as a proof.
 SYMBOLIC_TIMEOUT_MS = 30_000
 SHRINK_STEPS = 150
+DEFAULT_TOPOLOGY_WORLDS = 400  # topology clusters run when their space is larger (hard-topology-within-tier)
 _VALIDATED = frozenset({"node-capacity", "gang-all-or-nothing", "queue-capability", "pending-has-reason"})
 
 
@@ -111,8 +112,10 @@ def verify(file: str | None, *, properties: Sequence[str] | None = None, bound: 
     if problems:
         raise PolicyError(problems)
     policy, declared, declared_terms = _load(file)
-    known = {**{n: ("built-in", verify_props.builtin_check(n)) for n in verify_props.BUILTIN}, **declared}
-    wanted = list(properties) if properties else list(known)
+    known = {**{n: ("built-in", verify_props.builtin_check(n)) for n in (*verify_props.BUILTIN, verify_props.TOPOLOGY)},
+             **declared}
+    topology = any(p.module.rules.get("hypernode_gradient") for tier in policy.tiers for p in tier)
+    wanted = list(properties) if properties else [n for n in known if n != verify_props.TOPOLOGY or topology]
     unknown = [n for n in wanted if n not in known]
     if unknown:
         raise PolicyError([Diagnostic("verify.unknown-property", f"unknown property '{n}'",
@@ -125,7 +128,9 @@ def verify(file: str | None, *, properties: Sequence[str] | None = None, bound: 
     for p in props:
         t0, c0 = time.perf_counter(), time.process_time()
         reason = verify_symbolic.structural(p.name, policy)
-        if reason is not None:
+        if p.name == verify_props.TOPOLOGY:
+            _search_topology(p, policy, bound=bound, worlds=worlds, seed=seed, now=now)
+        elif reason is not None:
             p.result.status, p.result.method, p.searching = "proved", f"structural: {reason}", False
         elif p.name == "preempt-lower-priority-only":
             p.result.symbolic = verify_symbolic.prove_preempt_priority(policy, candidates=bound + 1,
@@ -141,6 +146,33 @@ def verify(file: str | None, *, properties: Sequence[str] | None = None, bound: 
             _conclude(run, p, policy, now=now)
     run.results = [p.result for p in props]
     return run
+
+
+def _search_topology(p: _Property, policy: CompiledPolicy, *, bound: int, worlds: int | None, seed: int,
+                     now: float) -> None:
+    """`hard-topology-within-tier` over its own worlds (`verify_topology`): the first cluster where a
+    hard-mode job spans above its tier is the counterexample (already small: the worlds grow with it)."""
+    found, exhaustive, total = verify_topology.worlds(bound, worlds or DEFAULT_TOPOLOGY_WORLDS, seed)
+    runs = 0
+    p.searching = False
+    for snapshot in found:
+        runs += 1
+        violations = p.check(_observe(snapshot, policy, now))
+        if violations:
+            comment = (f"Counterexample to '{p.name}' found by vpolicy verify.\n"
+                       + "".join(f"  {v}\n" for v in violations)
+                       + "Reproduce: vpolicy dry-run --cluster THIS_FILE (with the same --policy or --conf)")
+            text = verify_yaml.to_yaml(snapshot, comment=comment)
+            jobs = sum(1 for g in snapshot.podgroups if g.network_topology is not None)
+            p.result.status = "violated"
+            p.result.method = f"search: a counterexample in topology world {runs} of {total} within bound {bound}"
+            p.result.counterexample = Counterexample(violations, text, (len(snapshot.nodes), 1, jobs),
+                                                     _reproduces(text, p, policy, now))
+            return
+    what = f"all {total}" if exhaustive else f"{runs} of {total}"
+    p.result.status = "proved" if exhaustive else "held"
+    p.result.method = (f"search: no counterexample in {what} topology clusters within bound {bound}"
+                       + (" (exhaustive)" if exhaustive else " (sampled)"))
 
 
 def _bad_arguments(bound: int, worlds: int | None) -> list[Diagnostic]:

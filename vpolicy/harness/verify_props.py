@@ -12,6 +12,7 @@ Built-in properties (usable with any policy or conf):
 | guarantee-kept | reclaim never takes a queue below its guarantee |
 | no-preemption-cycle | no job (or queue, or queue subtree) evicts for another that evicts for it, within a session or in the next one |
 | pending-has-reason | every pod left pending has a reason |
+| hard-topology-within-tier | a hard-mode job never spans above its highestTierAllowed (policies with network-topology rules; its own worlds, `verify_topology`) |
 
 Each session is judged from the decision document (with `engine.validate`, the independent checker),
 the evictions as recorded with their numbers (`explain_record`), and, for cycles, a second session on
@@ -33,7 +34,10 @@ from vpolicy.model.resources import Resources
 
 BUILTIN = ("node-capacity", "gang-all-or-nothing", "queue-capability", "preempt-lower-priority-only",
            "reclaim-overused-only", "guarantee-kept", "no-preemption-cycle", "pending-has-reason")
-_VALIDATOR_PREFIX = {"node-capacity": ("node.",), "gang-all-or-nothing": ("gang.",),
+# Built in too, but run only on policies with network-topology rules (`verify_topology` has its worlds):
+# without a `hypernode_gradient` rule a hard-mode job is placed anywhere, as in Volcano without the plugin.
+TOPOLOGY = "hard-topology-within-tier"
+_VALIDATOR_PREFIX = {TOPOLOGY: ("topology.",), "node-capacity": ("node.",), "gang-all-or-nothing": ("gang.",),
                      "queue-capability": ("queue.",), "pending-has-reason": ("pending.",)}
 
 
