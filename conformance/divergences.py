@@ -61,7 +61,24 @@ def _backfill_stops_at_first_failure(case: Case, volcano: Outcome, vpolicy: Outc
         any(not _fits_somewhere(pod, case) for pod in best_effort.values())
 
 
+def _reclaim_counts_only_reclaimed(case: Case, volcano: Outcome, vpolicy: Outcome, lines: list[str]) -> bool:
+    actions = case.conf.split("tiers")[0]
+    if "reclaim" not in actions:
+        return False
+    return bool(lines) and all(line.startswith("pipeline ") or
+                               (line.startswith("evict ") and line.endswith("only volcano")) for line in lines)
+
+
 DIVERGENCES: tuple[Divergence, ...] = (
+    Divergence(
+        key="reclaim-v1.10-counts-only-reclaimed",
+        go_line="pkg/scheduler/actions/reclaim/reclaim.go:184-207 (v1.10.0)",
+        why="v1.10.0's reclaim evicts a victim before looking at the node's room and pipelines the task only "
+            "when the evicted resources alone cover its request; main (and vpolicy) start from the node's "
+            "future idle, evict only while the request does not fit, and pipeline a task that already fits. "
+            "Matched when the conf runs reclaim and every difference is a pipelined pod or a pod only "
+            "Volcano evicted.",
+        matches=_reclaim_counts_only_reclaimed),
     Divergence(
         key="backfill-v1.10-stops-at-first-unplaceable",
         go_line="pkg/scheduler/actions/backfill/backfill.go:77 (v1.10.0)",
