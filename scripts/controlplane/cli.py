@@ -28,7 +28,7 @@ from controlplane.layout import COMPONENTS, SCRIPTS, Ports, Run, run_dir
 
 REPO = SCRIPTS.parent
 OUR_CRDS = REPO / "deploy" / "crds.yaml"
-ONLY_OURS = {"cronjobs.batch.volcano.sh"}  # Volcano 1.10's chart has no CronJob CRD; deploy/'s is used
+ONLY_OURS = {"cronjobs.batch.volcano.sh", "hypernodes.topology.volcano.sh"}  # not in Volcano 1.10's chart: deploy/'s
 USERS = ("admin", "kube-controller-manager", "kwok")
 
 
