@@ -129,7 +129,7 @@ class QueueController(Controller):
         desired["state"] = state
         changes = {k: v for k, v in desired.items() if k not in status or status[k] != v}
         if changes:
-            api.patch(QUEUES, "", queue_name, {"status": changes}, subresource="status")
+            api.patch(QUEUES, "", queue_name, {"status": _with_allocated(status, changes)}, subresource="status")
 
     def _command(self, namespace: str, name: str) -> None:
         store, api = self.opts.store, self.opts.api
@@ -168,9 +168,16 @@ class QueueController(Controller):
         else:
             new = OPEN
         if new != state:
-            api.patch(QUEUES, "", queue_name, {"status": {"state": new}}, subresource="status")
+            api.patch(QUEUES, "", queue_name, {"status": _with_allocated(queue.get("status") or {}, {"state": new})},
+                      subresource="status")
             self.opts.events.event(queue, "Normal", "QueueStateChanged", f"{state} -> {new}")
 
     def _podgroups(self, queue_name: str) -> list[dict[str, Any]]:
         return self.opts.store.list(PODGROUPS.name, where=lambda g: ((g.get("spec") or {}).get("queue")
                                                                       or names.DEFAULT_QUEUE) == queue_name)
+
+
+def _with_allocated(status: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """`changes`, plus an empty `allocated` when the queue has none yet: Volcano's Queue CRD requires
+    `status.allocated`, so a real API server refuses (422) a status without it. The scheduler fills it."""
+    return changes if "allocated" in status else {**changes, "allocated": {}}

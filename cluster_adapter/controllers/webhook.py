@@ -23,7 +23,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
 from cluster_adapter.controllers.api import NAMESPACES, PODGROUPS, QUEUES
-from cluster_adapter.kube.client import APIError, KubeClient
+from cluster_adapter.config import ApplySettings
+from cluster_adapter.kube import retry
+from cluster_adapter.kube.client import APIError, KubeClient, Resource
 from vpolicy.admission import common, hypernodes, jobs, podgroups, pods, queues
 
 log = logging.getLogger(__name__)
@@ -38,17 +40,26 @@ class Lookup(Protocol):
     def namespace_annotations(self, namespace: str) -> dict[str, str]: ...
 
 
+# A read the API server answers 429 or 5xx (a restarted server answers 429 "storage is (re)initializing"
+# for a few seconds, tests/e2e found) is tried again for about 3 s, well within the 10 s the API server
+# gives a webhook, before the review is refused.
+_READ_RETRY = ApplySettings(attempts=6, backoff_initial_s=0.1, backoff_max_s=1.0)
+
+
 class ClusterLookup:
     def __init__(self, client: KubeClient) -> None:
         self.client = client
 
+    def _list(self, res: Resource) -> list[Any]:
+        return list(retry.attempt(lambda: self.client.list(res), settings=_READ_RETRY).get("items") or [])
+
     def queues(self) -> dict[str, dict[str, Any]]:
-        items = self.client.list(QUEUES).get("items") or []
+        items = self._list(QUEUES)
         return {str(q["metadata"]["name"]): q for q in items if isinstance(q, dict)}
 
     def podgroup_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for group in self.client.list(PODGROUPS).get("items") or []:
+        for group in self._list(PODGROUPS):
             queue = str((group.get("spec") or {}).get("queue") or "default")
             counts[queue] = counts.get(queue, 0) + 1
         return counts

@@ -49,6 +49,7 @@ def ensure_ca(directory: Path) -> None:
     cert_path, key_path = directory / "ca.crt", directory / "ca.key"
     if cert_path.exists() and key_path.exists():
         return
+    directory.mkdir(parents=True, exist_ok=True)
     key = _key()
     now = datetime.datetime.now(datetime.timezone.utc)
     cert = (x509.CertificateBuilder().subject_name(_name("vpolicy-control-plane-ca"))

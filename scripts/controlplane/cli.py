@@ -5,7 +5,8 @@
                         --fresh starts from an empty etcd.
     down [--purge]      stop everything (nothing is left running); --purge also deletes data and certs
     env [--json]        shell exports (KUBECONFIG, the CA, the server, the bin and log directories)
-    restart NAME        stop and start one component on the same ports (etcd, kube-apiserver, ...)
+    restart NAME [--compact]  stop and start one component on the same ports (etcd, kube-apiserver, ...);
+                        --compact compacts etcd while it is down (every watch resumed from before: 410)
     compact             compact etcd to its current revision (watches from before it get 410 Gone)
     build               only build (or find) the binaries; prints their directory
 
@@ -14,6 +15,7 @@ Exit codes: 0 done, 1 a component failed to start or the build failed (the log's
 from __future__ import annotations
 
 import argparse
+import base64
 import fcntl
 import json
 import shutil
@@ -44,6 +46,8 @@ def main(argv: list[str]) -> int:
     env.add_argument("--json", action="store_true")
     restart = sub.add_parser("restart")
     restart.add_argument("name", choices=COMPONENTS)
+    restart.add_argument("--compact", action="store_true",
+                         help="compact etcd while it is stopped: every watch resumed from before gets 410")
     sub.add_parser("compact")
     sub.add_parser("build")
     args = parser.parse_args(argv)
@@ -58,7 +62,7 @@ def main(argv: list[str]) -> int:
         elif args.command == "env":
             print_env(run, as_json=args.json)
         elif args.command == "restart":
-            restart_one(run, args.name)
+            restart_one(run, args.name, compact_while_down=args.compact)
         elif args.command == "compact":
             print(compact(run))
     except (build.BuildError, StartError) as exc:
@@ -110,25 +114,29 @@ def bring_down(run: Run, *, purge: bool = False) -> None:
         shutil.rmtree(run.root, ignore_errors=True)
 
 
-def restart_one(run: Run, name: str) -> None:
+def restart_one(run: Run, name: str, *, compact_while_down: bool = False) -> None:
     bin_dir = build.ensure_built()
     ports = Ports.load(run.state_file)
     if ports is None:
         raise StartError("the control plane was never started: run `up` first")
     with _locked(run):
         components.stop(name, run)
+        if compact_while_down:
+            compact(run)
         components.start(name, bin_dir, run, ports)
         _wait_started(run, ports, name)
         _wait_ready(run, ports)
 
 
 def compact(run: Run) -> int:
-    """Compact etcd to its current revision; returns that revision."""
+    """Write a marker key outside the API server's prefix, then compact etcd to that write's revision:
+    every revision a client can hold is gone, so every watch resumed from before gets 410 (without the
+    write, a client that saw the last revision could resume). Returns the revision."""
     ports = Ports.load(run.state_file)
     if ports is None:
         raise StartError("the control plane was never started: run `up` first")
-    status = _etcd(ports, "/v3/maintenance/status", {})
-    revision = int(status["header"]["revision"])
+    marker = {"key": base64.b64encode(b"/vpolicy-control-plane/compacted").decode(), "value": ""}
+    revision = int(_etcd(ports, "/v3/kv/put", marker)["header"]["revision"])
     _etcd(ports, "/v3/kv/compaction", {"revision": revision, "physical": True})
     return revision
 

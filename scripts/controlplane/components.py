@@ -19,7 +19,7 @@ POD_CIDR = "10.244.0.1/16"
 KWOK_NODE_SELECTOR = "kwok.x-k8s.io/node=fake"  # the annotation that hands a Node to kwok
 # The audit log records (metadata only) every request of the ServiceAccounts in volcano-system, where
 # deploy/ puts vpolicy's components: what each one called, and whether RBAC let it (tests/e2e,
-# benchmarks.live count them). Everything else is not logged.
+# benchmarks.live count them); and every deletion, whoever made it (the garbage collector's too).
 AUDIT_POLICY = """\
 apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -27,6 +27,8 @@ omitStages: [RequestReceived]
 rules:
 - level: Metadata
   userGroups: ["system:serviceaccounts:volcano-system"]
+- level: Metadata
+  verbs: [delete, deletecollection]
 - level: None
 """
 
@@ -45,6 +47,7 @@ def command(name: str, bin_dir: Path, run: Run, ports: Ports) -> list[str]:
     if name == "kube-apiserver":
         return [exe, f"--etcd-servers=http://127.0.0.1:{ports.etcd}", "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1", f"--secure-port={ports.apiserver}",
+                "--endpoint-reconciler-type=none",  # no endpoints for `kubernetes`: loopback is not allowed
                 f"--cert-dir={run.root / 'apiserver-certs'}",
                 f"--tls-cert-file={c / 'kube-apiserver.crt'}", f"--tls-private-key-file={c / 'kube-apiserver.key'}",
                 f"--client-ca-file={c / 'ca.crt'}", "--authorization-mode=Node,RBAC",

@@ -1,7 +1,8 @@
 """Where the control plane keeps its binaries, certificates, data, logs and process ids.
 
 Everything is under one cache directory (default ~/.cache/vpolicy/controlplane, or
-$VPOLICY_CONTROLPLANE_DIR): `bin/<hash>/` per build of the Go module, `run/` for the running cluster.
+$VPOLICY_CONTROLPLANE_DIR): `bin/<hash>/` per build of the Go module, `run/` for the running cluster
+(or $VPOLICY_CONTROLPLANE_RUN).
 """
 from __future__ import annotations
 
@@ -75,7 +76,10 @@ class Run:
 
 
 def run_dir() -> Run:
-    return Run(cache_root() / "run")
+    """$VPOLICY_CONTROLPLANE_RUN, or run/ in the cache: a test session that names its own runs its own
+    cluster (same binaries), so concurrent sessions never stop or wipe each other's."""
+    env = os.environ.get("VPOLICY_CONTROLPLANE_RUN")
+    return Run(Path(env).expanduser() if env else cache_root() / "run")
 
 
 @dataclass(frozen=True)

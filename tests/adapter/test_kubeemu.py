@@ -154,8 +154,11 @@ def test_status_subresource_isolates_status_and_podgroup_has_none(custom: k.Cust
                                                                         "spec": {"weight": 3}})
     after = custom.get_cluster_custom_object(GROUP, VERSION, "queues", "q")
     assert after["status"]["state"] == "Open" and after["spec"]["weight"] == 3  # main endpoint ignores status
-    custom.patch_cluster_custom_object_status(GROUP, VERSION, "queues", "q", {"status": {"state": "Closed"},
-                                                                               "spec": {"weight": 9}})
+    # (Volcano's Queue CRD requires status.allocated: a status write without it is refused, as checked below)
+    assert status_of(lambda: custom.patch_cluster_custom_object_status(
+        GROUP, VERSION, "queues", "q", {"status": {"state": "Closed"}})) == 422
+    custom.patch_cluster_custom_object_status(GROUP, VERSION, "queues", "q", {
+        "status": {"state": "Closed", "allocated": {}}, "spec": {"weight": 9}})
     after = custom.get_cluster_custom_object(GROUP, VERSION, "queues", "q")
     assert after["status"]["state"] == "Closed" and after["spec"]["weight"] == 3  # /status ignores spec
     assert status_of(lambda: custom.patch_namespaced_custom_object_status(
