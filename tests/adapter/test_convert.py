@@ -117,7 +117,7 @@ def test_the_incremental_reader_agrees_with_a_full_build_on_random_changes() -> 
     pods: dict[str, dict[str, Any]] = {}
     reader = SnapshotReader()
     for _ in range(60):
-        action = rng.choice(["add", "add", "change", "delete", "class", "node"])
+        action = rng.choice(["add", "add", "change", "delete", "class", "node", "queue", "podgroup"])
         rv += 1
         if action == "add" or not pods:
             name = f"p{rv}"
@@ -128,9 +128,24 @@ def test_the_incremental_reader_agrees_with_a_full_build_on_random_changes() -> 
         elif action == "delete":
             pods.pop(rng.choice(sorted(pods)))
         elif action == "class":  # a non-pod change: the reader must not take its shortcut
-            pc = next(o for o in base if o["kind"] == "PriorityClass")
+            at = next(i for i, o in enumerate(base) if o["kind"] == "PriorityClass")
+            pc = copy.deepcopy(base[at])  # informers hand over a new dict for a changed object, never edit one
             pc["value"] = rng.randint(1, 2000)
             pc["metadata"]["resourceVersion"] = str(rv)
+            base[at] = pc
+        elif action in ("node", "queue", "podgroup"):  # patched in place: a new dict, as a watch event brings
+            kind = {"node": "Node", "queue": "Queue", "podgroup": "PodGroup"}[action]
+            at = rng.choice([i for i, o in enumerate(base) if o["kind"] == kind])
+            obj = copy.deepcopy(base[at])
+            obj["metadata"]["resourceVersion"] = str(rv)
+            if kind == "Node":
+                obj.setdefault("spec", {})["unschedulable"] = rng.choice([True, False])
+            elif kind == "Queue":
+                obj.setdefault("spec", {})["weight"] = rng.randint(1, 9)
+            else:
+                obj.setdefault("spec", {})["minMember"] = rng.randint(0, 4)
+            base[at] = obj
         objects = [*base, *(pods[k] for k in sorted(pods))]
-        assert reader.read(copy.deepcopy(objects)) == snapshot_from_objects(objects)
-    assert reader.pods_read and reader.full_builds < 60  # it did take the shortcut, and not always
+        given = copy.deepcopy(objects) if rng.random() < 0.3 else list(objects)  # the same dicts, or all new
+        assert reader.read(given) == snapshot_from_objects(objects)
+    assert reader.pods_read and reader.patched and reader.full_builds < 60  # shortcuts taken, and not always

@@ -18,7 +18,8 @@ from __future__ import annotations
 import datetime
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from collections.abc import Callable, Mapping
+from typing import Any, Iterator, Sequence, TypeVar, cast
 
 from ruamel.yaml.scalarbool import ScalarBoolean
 
@@ -332,6 +333,33 @@ class View:
 # (Errors are not cached: a ValueError is raised again each time, and reported where it is written.)
 _parse_quantity = functools.lru_cache(maxsize=8192)(quantity.parse_quantity)
 _parse_value = functools.lru_cache(maxsize=1024)(quantity.parse_value)
+
+
+_Reader = TypeVar("_Reader", bound=Callable[..., Any])
+
+
+def memoized(reader: _Reader) -> _Reader:
+    """`reader(view, **options)` answered from `view.problems.memo` when the same object (the very dict,
+    unchanged: informers replace an object's dict when it changes) was read with the same options and
+    reported nothing. The live scheduler keeps one memo across sessions, so a snapshot after one change
+    re-reads only the changed objects; a file load's memo lives for that load only."""
+    name = reader.__qualname__
+
+    @functools.wraps(reader)
+    def read(view: View, **options: Any) -> Any:
+        memo = view.problems.memo
+        extra = tuple((k, tuple(sorted(v.items())) if isinstance(v, Mapping) else v) for k, v in options.items())
+        key = (name, id(view.node), extra)
+        held = memo.get(key)
+        if held is not None and held[0] is view.node:
+            return held[1]
+        before = view.problems.count()
+        result = reader(view, **options)
+        if view.problems.count() == before:
+            memo[key] = (view.node, result)  # the node is kept with it, so its id cannot be reused
+        return result
+
+    return cast(_Reader, read)
 
 
 def too_large(written: str, amount: int, resource: str) -> str | None:

@@ -28,7 +28,7 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.scalarstring import LiteralScalarString
 
 from vpolicy.load import affinity as pod_affinity, topology
-from vpolicy.load.fields import View
+from vpolicy.load.fields import View, memoized
 from vpolicy.load.yaml_spans import YamlFile
 from vpolicy.model import resources, snapshot
 from vpolicy.model.affinity import NO_RELATIONS, PodRelations
@@ -110,6 +110,7 @@ def read_meta(obj: View, *, namespaced: bool) -> Meta | None:
                 deleting=meta.has("deletionTimestamp"), owners=owners)
 
 
+@memoized
 def read_node(obj: View) -> snapshot.Node | None:
     meta = read_meta(obj, namespaced=False)
     spec, status = obj.mapping("spec"), obj.mapping("status")
@@ -131,6 +132,7 @@ def read_node(obj: View) -> snapshot.Node | None:
         ready=ready, images=pod_affinity.read_node_images(status), origin=meta.origin)
 
 
+@memoized
 def read_pod(obj: View, *, class_values: Mapping[str, int]) -> snapshot.Pod | None:
     meta = read_meta(obj, namespaced=True)
     spec = _read_pod_spec_once(obj.mapping("spec"))
@@ -256,6 +258,7 @@ def task_priority(obj: View, meta: Meta, spec: PodSpec, class_values: Mapping[st
     return priority
 
 
+@memoized
 def read_podgroup(obj: View) -> tuple[snapshot.PodGroup, Meta] | None:
     meta = read_meta(obj, namespaced=True)
     spec, status = obj.mapping("spec"), obj.mapping("status")
@@ -280,6 +283,7 @@ def read_podgroup(obj: View) -> tuple[snapshot.PodGroup, Meta] | None:
     return group, meta
 
 
+@memoized
 def read_queue(obj: View) -> snapshot.Queue | None:
     meta = read_meta(obj, namespaced=False)
     spec, status = obj.mapping("spec"), obj.mapping("status")
@@ -312,6 +316,7 @@ def read_queue(obj: View) -> snapshot.Queue | None:
         origin=meta.origin)
 
 
+@memoized
 def read_priority_class(obj: View) -> snapshot.PriorityClass | None:
     meta = read_meta(obj, namespaced=False)
     if "value" not in obj.node or obj.node["value"] is None:

@@ -17,10 +17,14 @@ not stop every other job.
 
 `SnapshotReader` is the same function for a caller that reads the same cluster again and again (the
 scheduler, once a period): when the only changes since its last build are Pods — the common case —
-it reads just the changed pods, with the same reader, and keeps everything else. It falls back to the
-full build whenever that shortcut could differ from it (vcjobs present, warnings, errors, anything
-but pods changed, objects without resourceVersions); `tests/adapter/test_convert.py` checks the two
-agree on random change sequences.
+it reads just the changed pods, with the same reader, and keeps everything else. Otherwise it runs the
+full assembly, but with one memo of reader results kept across reads (`fields.memoized`): an object
+whose dict is the one read last time (informers replace an object's dict when it changes) is not read
+again, so a Node, Queue or PodGroup change costs the assembly's walk over the objects, not a re-read
+of the cluster. `tests/adapter/test_convert.py` checks the reader agrees with `snapshot_from_objects`
+on random change sequences.
+
+Objects are read as the plain dicts they are (no copy into round-trip nodes): the readers take dicts.
 """
 from __future__ import annotations
 
@@ -51,22 +55,22 @@ class ObjectFile(YamlFile):
     def _whole(self) -> Span:
         return Span(self.source.name, 1, 1)
 
-    def node_span(self, node: CommentedMap | CommentedSeq) -> Span:
+    def node_span(self, node: Any) -> Span:
         return self._whole()
 
-    def key_span(self, mapping: CommentedMap, key: Any) -> Span:
+    def key_span(self, mapping: Any, key: Any) -> Span:
         return self._whole()
 
-    def value_span(self, mapping: CommentedMap, key: Any) -> Span:
+    def value_span(self, mapping: Any, key: Any) -> Span:
         return self._whole()
 
-    def item_span(self, seq: CommentedSeq, index: int) -> Span:
+    def item_span(self, seq: Any, index: int) -> Span:
         return self._whole()
 
     def document_span(self, index: int) -> Span:
         return self._whole()
 
-    def value_text(self, mapping: CommentedMap, key: Any) -> str:
+    def value_text(self, mapping: Any, key: Any) -> str:
         value = mapping.get(key)
         if isinstance(value, str):
             return value
@@ -82,27 +86,31 @@ class ObjectFile(YamlFile):
 def object_label(obj: Mapping[str, Any]) -> str:
     """`api:<Kind>/<namespace>/<name>` (or `api:<Kind>/<name>` when cluster-scoped)."""
     meta = obj.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
-    parts = [str(obj.get("kind") or "Object"), str(meta.get("namespace") or ""), str(meta.get("name") or "?")]
-    return ORIGIN_PREFIX + "/".join(p for p in parts if p)
+    meta = meta if isinstance(meta, dict) or isinstance(meta, Mapping) else {}  # (dict first: the common, fast test)
+    kind, namespace, name = obj.get("kind") or "Object", meta.get("namespace"), meta.get("name") or "?"
+    if namespace:
+        return f"{ORIGIN_PREFIX}{kind}/{namespace}/{name}"
+    return f"{ORIGIN_PREFIX}{kind}/{name}"
 
 
-def snapshot_from_objects(objects: Iterable[Mapping[str, Any]], *, strict: bool = True) -> ClusterSnapshot:
+def snapshot_from_objects(objects: Iterable[Mapping[str, Any]], *, strict: bool = True,
+                          memo: dict[Any, Any] | None = None) -> ClusterSnapshot:
     """Build the snapshot `load_cluster` would build from a dump holding exactly these objects.
 
     Each object must carry `apiVersion` and `kind` (list responses omit them on items: the caller
-    adds them). `kind: List` objects are unpacked as in files.
+    adds them). `kind: List` objects are unpacked as in files. `memo` (kept by the caller across calls)
+    lets unchanged objects skip their reader.
     """
-    items = [(object_label(obj), to_node(obj)) for obj in objects]
+    items = [(object_label(obj), obj if type(obj) is dict else to_node(obj)) for obj in objects]
     dropped: set[str] = set()
     extra_warnings: list[str] = []
     for _ in range(_MAX_ROUNDS):
-        problems = Problems()
+        problems = Problems() if memo is None else Problems(memo=memo)
         collected = cluster._Objects()  # noqa: SLF001  # reason: same package; one assembly for files and objects
         for label, node in items:
             if label in dropped:
                 continue
-            if not isinstance(node, CommentedMap):
+            if not isinstance(node, dict):
                 continue
             view = View(ObjectFile(source=SourceFile(name=label, text=""), documents=(node,)), problems, node,
                         kind="object")
@@ -133,33 +141,59 @@ class SnapshotReader:
         self._last: ClusterSnapshot | None = None
         self._others: list[tuple[str, str]] = []  # (label, resourceVersion) of every non-pod object, in order
         self._pods: dict[str, tuple[str, Pod]] = {}  # label -> (resourceVersion, the pod read from it)
+        self._memo: dict[Any, Any] = {}  # reader results by object (fields.memoized), across reads
         self.full_builds = 0
         self.pods_read = 0
+        self.patched = 0  # Nodes, Queues and PodGroups read again on their own and put in place
 
     def read(self, objects: Iterable[Mapping[str, Any]]) -> ClusterSnapshot:
         items = list(objects)
-        pods = [o for o in items if _is_pod(o)]
-        others = [(object_label(o), _rv(o)) for o in items if not _is_pod(o)]
-        fast = self._fast(pods, others)
+        pods: list[tuple[str, str, Mapping[str, Any]]] = []  # (label, resourceVersion, object)
+        others: list[tuple[str, str]] = []
+        other_objects: list[Mapping[str, Any]] = []
+        for obj in items:  # one pass, labels made once: at M this loop is most of a patched snapshot's cost
+            label, rv = object_label(obj), _rv(obj)
+            if obj.get("kind") == "Pod" and obj.get("apiVersion") == "v1":
+                pods.append((label, rv, obj))
+            else:
+                others.append((label, rv))
+                other_objects.append(obj)
+        fast = self._fast(pods, others, other_objects)
         if fast is not None:
             self._last = fast
+            self._others = others
             return fast
-        built = snapshot_from_objects(items, strict=False)
+        built = snapshot_from_objects(items, strict=False, memo=self._memo)
+        self._prune(items)
         self.full_builds += 1
-        self._remember(built, pods, others)
+        self._remember(built, [obj for _, _, obj in pods], others)
         return built
 
-    def _fast(self, pods: list[Mapping[str, Any]], others: list[tuple[str, str]]) -> ClusterSnapshot | None:
+    def _fast(self, pods: list[tuple[str, str, Mapping[str, Any]]], others: list[tuple[str, str]],
+              other_objects: list[Mapping[str, Any]]) -> ClusterSnapshot | None:
+        """The last snapshot with the changed pods and the changed Nodes, Queues and PodGroups read again and
+        put in their places; None when that could differ from a full build (see `_PATCHABLE`)."""
         last = self._last
-        if (last is None or last.warnings or last.deferred_pods or others != self._others
-                or any(not rv or label.startswith(f"{ORIGIN_PREFIX}Job/") for label, rv in others)):
+        if last is None or last.warnings or last.deferred_pods or len(others) != len(self._others):
+            return None
+        changed: list[Mapping[str, Any]] = []
+        for (label, rv), (old_label, old_rv), obj in zip(others, self._others, other_objects):
+            kind = label[len(ORIGIN_PREFIX):].split("/", 1)[0]
+            if label != old_label or not rv or kind not in _PRESENT_OK:
+                return None
+            if rv != old_rv:
+                if kind not in _PATCHABLE:
+                    return None
+                changed.append(obj)
+        patched = self._patched(last, changed) if changed else last
+        if patched is None:
             return None
         class_values = {pc.name: pc.value for pc in last.priority_classes}
         out: list[Pod] = []
         seen: dict[str, tuple[str, Pod]] = {}
-        for obj in pods:
-            label, rv = object_label(obj), _rv(obj)
-            held = self._pods.get(label)
+        held_pods = self._pods
+        for label, rv, obj in pods:
+            held = held_pods.get(label)
             if rv and held is not None and held[0] == rv:
                 pod = held[1]
             else:
@@ -173,7 +207,48 @@ class SnapshotReader:
             seen[label] = (rv, pod)
             out.append(pod)
         self._pods = seen
-        return replace(last, pods=tuple(out))
+        return replace(patched, pods=tuple(out))
+
+    def _patched(self, last: ClusterSnapshot, changed: list[Mapping[str, Any]]) -> ClusterSnapshot | None:
+        nodes, queues, groups = list(last.nodes), list(last.queues), list(last.podgroups)
+        for obj in changed:
+            label = object_label(obj)
+            node = obj if type(obj) is dict else to_node(obj)
+            problems = Problems()
+            file = ObjectFile(source=SourceFile(name=label, text=""), documents=(node,))
+            view = View(file, problems, node, kind=str(obj.get("kind")), anchor=file.key_span(node, "kind"))
+            kind = obj.get("kind")
+            if kind == "Node":
+                read_node = kinds.read_node(view)
+                at = next((i for i, n in enumerate(nodes) if read_node and n.name == read_node.name), None)
+                if read_node is None or at is None:
+                    return None
+                nodes[at] = read_node
+            elif kind == "Queue":
+                queue = kinds.read_queue(view)
+                at = next((i for i, q in enumerate(queues) if queue and q.name == queue.name), None)
+                if queue is None or at is None:
+                    return None
+                queues[at] = queue
+            else:
+                read_group = kinds.read_podgroup(view)
+                group = read_group[0] if read_group else None
+                at = next((i for i, g in enumerate(groups) if group and g.key == group.key), None)
+                if group is None or at is None:
+                    return None
+                groups[at] = group
+            if problems.diagnostics or problems.warnings:
+                return None
+        self.patched += len(changed)
+        return replace(last, nodes=tuple(nodes), queues=tuple(queues), podgroups=tuple(groups))
+
+    def _prune(self, items: list[Mapping[str, Any]]) -> None:
+        """Forget what was read from objects no longer in the cluster (or replaced by a newer dict)."""
+        alive = {id(obj) for obj in items}
+        stale = [key for key, held in self._memo.items()
+                 if isinstance(held, tuple) and len(held) == 2 and id(held[0]) not in alive and _object_key(key)]
+        for key in stale:
+            del self._memo[key]
 
     def _remember(self, built: ClusterSnapshot, pods: list[Mapping[str, Any]], others: list[tuple[str, str]]) -> None:
         self._last, self._others = built, others
@@ -187,20 +262,26 @@ class SnapshotReader:
                 self._pods[object_label(obj)] = (_rv(obj), by_key[key])
 
 
-def _is_pod(obj: Mapping[str, Any]) -> bool:
-    return obj.get("kind") == "Pod" and str(obj.get("apiVersion", "")) == "v1"
+# A change of one of these kinds changes only its own entry of the snapshot (its reader reads nothing else,
+# and the assembly derives nothing from it); the shortcut is taken only when every object in the cluster is
+# of a kind in _PRESENT_OK (a vcjob derives pods from PodGroups, HyperNodes are checked against Nodes,
+# volumes and budgets are read together with other kinds: any of them means a full build).
+_PATCHABLE = frozenset({"Node", "Queue", "PodGroup"})
+_PRESENT_OK = frozenset({*_PATCHABLE, "Namespace", "PriorityClass", "ConfigMap"})
 
 
 def _rv(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata")
-    return str(meta.get("resourceVersion") or "") if isinstance(meta, Mapping) else ""
+    if isinstance(meta, dict) or isinstance(meta, Mapping):
+        return str(meta.get("resourceVersion") or "")
+    return ""
 
 
 def _read_pod(label: str, obj: Mapping[str, Any], class_values: Mapping[str, int]) -> Pod | None:
     """One pod through the loader's reader, exactly as `cluster._collect`/`_build` read it; None when
     reading it reported anything (the caller then builds everything, which reports it properly)."""
-    node = to_node(obj)
-    if not isinstance(node, CommentedMap):
+    node = obj if type(obj) is dict else to_node(obj)
+    if not isinstance(node, dict):
         return None
     problems = Problems()
     file = ObjectFile(source=SourceFile(name=label, text=""), documents=(node,))
@@ -209,6 +290,11 @@ def _read_pod(label: str, obj: Mapping[str, Any], class_values: Mapping[str, int
     if problems.diagnostics or problems.warnings:
         return None
     return pod
+
+
+def _object_key(key: Any) -> bool:
+    """Whether a memo entry is keyed by a whole object (a reader's result), not by a part of one."""
+    return isinstance(key, tuple) and len(key) == 3 and isinstance(key[1], int)
 
 
 def to_node(value: Any) -> Any:
