@@ -11,7 +11,7 @@ import datetime
 import math
 from typing import Any, Callable, Iterable, Mapping
 
-from vpolicy.compile import devices, relations, topology
+from vpolicy.compile import devices, extender, relations, topology
 from vpolicy.model import budgets, durations
 from vpolicy.model.resources import Resources, ZERO
 from vpolicy.model.snapshot import Taint
@@ -267,6 +267,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "split": lambda text: [x.strip() for x in str(text).split(",") if x.strip()],
     "cap_by": lambda a, cap: cap_by(a, cap),
     "argument": _argument_placeholder,
+    # replaced per module at lowering time by a client of its `extender.*` arguments
+    "extender": lambda verb, subject, other: extender.Reply(ok=False, error="no extender is configured"),
     "argument_at": _argument_placeholder,
     "argument_text_at": _argument_placeholder,
     "argument_keys": lambda path: [],  # replaced per module at lowering time

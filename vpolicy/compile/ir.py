@@ -220,7 +220,7 @@ def shape(t: object, expand: Callable[[SessionRef], object]) -> object:
     rendered with a fresh marker so it never matches) or call a module's helper (kept by module name)."""
     if isinstance(t, SessionRef):
         return ("let", t.name, expand(t))
-    if isinstance(t, Apply) and t.func in ("argument", "argument_at", "argument_text_at", "argument_keys"):
+    if isinstance(t, Apply) and t.func in ("argument", "argument_at", "argument_text_at", "argument_keys", "extender"):
         return ("argument", object())
     if isinstance(t, Const):
         return ("Const", *t._literal())

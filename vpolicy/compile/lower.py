@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
-from vpolicy.compile import evaluate, ir, pycode, relations, vcode, vectorize
+from vpolicy.compile import evaluate, extender, ir, pycode, relations, vcode, vectorize
 from vpolicy.compile.functions import FUNCTIONS
 from vpolicy.errors import Diagnostic, PolicyError
 from vpolicy.lang import ast
@@ -92,6 +92,8 @@ class _Lowerer:
         self.fns["argument_at"] = self._argument_at
         self.fns["argument_text_at"] = self._argument_text_at
         self.fns["argument_keys"] = self._argument_keys
+        self.fns["extender"] = self._extender
+        self._extender_client: extender.ExtenderClient | None = None
         self.user_closures: dict[str, evaluate.Closure] = {}
 
     def _compile(self, term: ir.Term) -> evaluate.Closure:
@@ -127,6 +129,12 @@ class _Lowerer:
     def _argument_text_at(self, path: Any, default: Any) -> Any:
         raw = self._nested(path)
         return default if raw is None or isinstance(raw, (Mapping, list)) else str(raw)
+
+    def _extender(self, verb: str, subject: Any, other: Any) -> extender.Reply:
+        """The module's extender, made from its arguments when a rule first calls out."""
+        if self._extender_client is None:
+            self._extender_client = extender.ExtenderClient(extender.ExtenderConfig.from_arguments(self.arguments))
+        return self._extender_client(verb, subject, other)
 
     def _argument_keys(self, path: Any) -> list[str]:
         raw = self._nested(path)

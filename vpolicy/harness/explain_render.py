@@ -138,6 +138,7 @@ class Evaluator:
         self.fns["argument"] = lambda key, default: default
         self.fns["argument_at"] = self.fns["argument_text_at"] = lambda path, default: default
         self.fns["argument_keys"] = lambda path: []
+        self.fns["extender"] = FUNCTIONS["extender"]  # an explanation never calls out
         self.helpers = module.helpers
         self._cache: dict[int, evaluate.Closure] = {}
 

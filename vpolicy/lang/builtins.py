@@ -182,8 +182,21 @@ QUOTA = {
     "used": Attribute("resources", "status.used"),
 }
 
+REPLY = {
+    "ok": Attribute("bool", "the extender answered 200 with the verb's JSON in time (after any retries)"),
+    "error": Attribute("string", "why the call failed (\"\" when ok)"),
+    "detail": Attribute("string", "predicate: the failure message (\"\": the node fits); prioritize: its errorMessage"),
+    "code": Attribute("int", "predicate: the status code (Volcano's api.Status codes; 3 unresolvable)"),
+    "status": Attribute("int", "preemptable, reclaimable, jobEnqueueable: 1 permit, -1 reject, 0 abstain"),
+    "overused": Attribute("bool", "queueOverused's answer"),
+    "ready": Attribute("bool", "jobReady's answer"),
+    "scores": Attribute("map[string,number]", "prioritize: node name -> score"),
+    "victims": Attribute("list[string]", "preemptable, reclaimable: the UIDs of the victims chosen"),
+}
+
 OBJECT_TYPES: dict[str, dict[str, Attribute]] = {
     "task": TASK, "job": JOB, "queue": QUEUE, "node": NODE, "cluster": CLUSTER, "pdb": PDB, "quota": QUOTA,
+    "reply": REPLY,
     "term": TERM,
 }
 
@@ -316,6 +329,11 @@ FUNCTIONS: dict[str, Function] = {
     "int_or_percent": Function(("string", "number"), "int",
                                "a Kubernetes IntOrString: an integer, or a percentage of the total rounded up; "
                                "0 when the text is neither"),
+    "extender": Function(("string", "any", "any"), "reply",
+                         "(verb, subject, other): POST to the plugin's extender (`extender.urlPrefix`/verb, "
+                         "timed out by `extender.httpTimeout`, retried `extender.retries` times); the body "
+                         "follows what is passed: task and node, task and nodes, task and tasks, a job, a queue, or "
+                         "none"),
     "selects": Function(("pdb", "task"), "bool",
                         "the budget's label selector matches the pod (same namespace; a nil or empty selector "
                         "matches nothing)"),

@@ -137,8 +137,9 @@ PARTIAL_PLUGINS: Mapping[str, str] = {
                   "not read",
     "rescheduling": "none of its strategies run yet: the lowNodeUtilization victims for shuffle are not "
                     "selected",
-    "extender": "no HTTP call is made yet: the extender's predicate, prioritize, preemptable and "
-                "reclaimable verbs are not consulted",
+    "extender": "onSessionCloseVerb is never sent, prioritize is asked about every Ready node (not only "
+                "those that passed the predicates), and request bodies carry a subset of Volcano's TaskInfo, "
+                "NodeInfo, JobInfo and QueueInfo fields",
 }
 
 # Actions vpolicy runs only in part, with what they leave out (`conf.partial-action` warnings).
