@@ -92,3 +92,59 @@ def test_host_port_conflicts_follow_kube_scheduler() -> None:
     assert wild.conflicts(local) and local.conflicts(wild)
     assert not local.conflicts(other_ip)
     assert not wild.conflicts(affinity.HostPort("", "UDP", 80))
+
+
+VOLUMES = """\
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: local, annotations: {storageclass.kubernetes.io/is-default-class: "true"}}
+provisioner: x
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-1, labels: {topology.kubernetes.io/zone: z1}}
+spec:
+  storageClassName: local
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [n1]}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: ns}
+spec: {volumeName: pv-1, storageClassName: local}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns}
+spec:
+  volumes:
+  - {name: a, persistentVolumeClaim: {claimName: data}}
+  - {name: scratch, ephemeral: {volumeClaimTemplate: {spec: {}}}}
+  - {name: cfg, configMap: {name: c}}
+  containers: [{name: c}]
+"""
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["exact-path", "fast-path"])
+def test_volumes_claims_and_classes_are_read(tmp_path: Path, fast: bool) -> None:
+    path = tmp_path / "dump.yaml"
+    path.write_text(VOLUMES, encoding="utf-8")
+    snap = load_cluster([str(path)], fast=fast)
+    (pv,) = snap.persistent_volumes
+    assert pv.labels == {"topology.kubernetes.io/zone": "z1"} and pv.storage_class == "local"
+    assert pv.node_affinity[0].requirements[0].values == ("n1",)
+    (claim,) = snap.persistent_volume_claims
+    assert (claim.key, claim.volume_name, claim.storage_class) == ("ns/data", "pv-1", "local")
+    (cls,) = snap.storage_classes
+    assert (cls.binding_mode, cls.default) == ("WaitForFirstConsumer", True)
+    assert snap.pods[0].relations.claims == ("data", "{pod}-scratch")
+
+
+def test_a_bad_binding_mode_is_one_located_diagnostic(tmp_path: Path) -> None:
+    with pytest.raises(PolicyError) as caught:
+        _load(tmp_path, VOLUMES.replace("volumeBindingMode: WaitForFirstConsumer", "volumeBindingMode: Later"))
+    (diagnostic,) = caught.value.diagnostics
+    assert "volumeBindingMode" in diagnostic.message and diagnostic.span.line == 5

@@ -417,7 +417,7 @@ _STATIC_ATTRS = frozenset({"allocatable", "labels", "unschedulable", "max_pods",
                            # a task's terms and their fields (placement.task_key holds the task's relations)
                            "pod_affinity", "pod_anti_affinity", "preferred_pod_affinity",
                            "preferred_pod_anti_affinity", "spread_constraints", "topology_key", "weight",
-                           "max_skew", "min_domains", "when_unsatisfiable"})
+                           "max_skew", "min_domains", "when_unsatisfiable", "images", "relations"})
 _NODE_ATTRS = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count"})
 
 
@@ -433,6 +433,8 @@ def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]
             attrs.add(t.name)
         if isinstance(t, ir.Apply) and t.func in relations.PLACEMENT_FUNCTIONS:
             placements.append(t.func)
+        if isinstance(t, ir.Apply) and t.func in relations.FUNCTIONS:  # they read the task's relations
+            attrs.add("images" if t.func == "image_bytes" else "relations")
         if isinstance(t, ir.CallUser) and t.func not in seen and t.func in functions:
             seen.add(t.func)
             walk(functions[t.func][1])

@@ -85,6 +85,22 @@ def image_bytes(task: Any, node: Any) -> Any:
     return _answer(rel.index.image_bytes(rel.images, rows), single, int)
 
 
+def volume_zone_ok(task: Any, node: Any) -> Any:
+    rel = task.relations
+    if not rel.volumes or rel.index is None:
+        return True
+    rows, single = _rows(rel.index, node)
+    return _answer(rel.index.volume_zone_ok(task, rows), single, bool)
+
+
+def volume_node_affinity_ok(task: Any, node: Any) -> Any:
+    rel = task.relations
+    if not rel.volumes or rel.index is None:
+        return True
+    rows, single = _rows(rel.index, node)
+    return _answer(rel.index.volume_node_affinity_ok(task, rows), single, bool)
+
+
 def host_ports_free(task: Any, node: Any) -> Any:
     rel = task.relations
     if not rel.host_ports:
@@ -104,7 +120,11 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "placed_preferred_affinity": placed_preferred_affinity,
     "host_ports_free": host_ports_free,
     "image_bytes": image_bytes,
+    "volume_zone_ok": volume_zone_ok,
+    "volume_node_affinity_ok": volume_node_affinity_ok,
+    "missing_claims": lambda task: task.relations.missing_claims,
+    "unbound_immediate_claims": lambda task: task.relations.unbound_immediate_claims,
 }
 # The same functions answer a NodeBatch with an array (compile.vectorize's `_vec_function`).
 VECTOR_FUNCTIONS = frozenset({"pods_in_domain", "has_label", "placed_anti_affinity", "placed_preferred_affinity",
-                              "host_ports_free", "image_bytes"})
+                              "host_ports_free", "image_bytes", "volume_zone_ok", "volume_node_affinity_ok"})

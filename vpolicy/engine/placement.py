@@ -77,8 +77,14 @@ _TASK_KEY_ATTRS = ("resreq", "best_effort", "priority_class_name", "namespace", 
 _USAGE = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count"})
 
 
+# What a rule reads of a task's relations to other pods (compile.lower.classify adds "relations" for a
+# rule calling one of compile.relations' built-ins, "images" for image_bytes): its relations' key is then
+# part of the rule's cache key; a rule reading none of them needs only to know the task is relation-free.
+_RELATION_READS = frozenset({"relations", "pod_affinity", "pod_anti_affinity", "preferred_pod_affinity",
+                             "preferred_pod_anti_affinity", "spread_constraints"})
+
 # Every spec attribute, for callers that key on "the same kind of task" whatever a rule reads.
-SPEC_READS = frozenset(_TASK_KEY_ATTRS)
+SPEC_READS = frozenset(_TASK_KEY_ATTRS) | _RELATION_READS | {"images"}
 
 
 def task_key(task: TaskInfo, reads: frozenset[str]) -> tuple[Any, ...]:
@@ -89,7 +95,17 @@ def task_key(task: TaskInfo, reads: frozenset[str]) -> tuple[Any, ...]:
     # `labels` is also a node field: a rule reading it may read the pod's, so they are part of the key
     labels = (tuple(sorted(task.labels.items())),) if "labels" in reads else ()
     # the task's terms and which of them it matches itself (engine.pod_relations), () for most tasks
-    return spec + labels + (task.relations.key,) + tuple(getattr(task, a) for a in _TASK_KEY_ATTRS if a in reads)
+    relations = (task.relations.key,) if reads & _RELATION_READS else ()
+    images = (pod.relations.images,) if "images" in reads else ()
+    return spec + labels + relations + images + tuple(getattr(task, a) for a in _TASK_KEY_ATTRS if a in reads)
+
+
+def class_key(task: TaskInfo, reads: frozenset[str]) -> tuple[Any, ...]:
+    """`task_key` for what is kept per task class across every rule (the static predicate mask, the
+    class view): a rule counting pods takes part there only for a relation-free task (`relation_free`),
+    which answers it like every other relation-free task, so the class needs only that flag and the
+    relations that never change (images, volumes)."""
+    return task_key(task, reads - _RELATION_READS) + (relation_free(task), task.relations.static_key)
 
 
 def relation_free(task: TaskInfo) -> bool:
@@ -338,7 +354,7 @@ class Placement:
 
         The rules' order does not matter for which nodes pass, only for the reason of a failure, and
         reasons come from the scalar path."""
-        key = task_key(task, self._static_reads)
+        key = class_key(task, self._static_reads)
         mask = self._static_masks.get(key)
         if mask is None:
             mask = np.ones(len(self.node_list), dtype=bool)
@@ -413,7 +429,7 @@ class Placement:
         """The task's class view, brought up to date with every node change since it was last used."""
         view = self._task_views.get(task.uid)
         if view is None:
-            key = task_key(task, self._view_reads)
+            key = class_key(task, self._view_reads)
             view = self._views.get(key)
             if view is None:
                 view = self._views[key] = self._new_view(task)

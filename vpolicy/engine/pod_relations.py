@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
-from vpolicy.model import affinity
+from vpolicy.model import affinity, volumes
 from vpolicy.model.snapshot import TaskStatus
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class TaskRelations:
 
     __slots__ = ("pod_affinity", "pod_anti_affinity", "preferred_pod_affinity", "preferred_pod_anti_affinity",
                  "spread_constraints", "host_ports", "anti_owners", "preferred_owners", "queries", "key", "index",
-                 "images")
+                 "images", "volumes", "missing_claims", "unbound_immediate_claims", "static_key")
 
     def __init__(self) -> None:
         self.pod_affinity: list[Term] = []
@@ -97,6 +97,10 @@ class TaskRelations:
         self.key: tuple[Any, ...] = ()  # what distinguishes the task's answers from another's
         self.index: PodIndex | None = None
         self.images: tuple[str, ...] = ()  # the pod's images, named as kube's ImageLocality names them
+        self.volumes: tuple[volumes.PersistentVolume, ...] = ()  # the PVs its bound claims use
+        self.missing_claims = 0  # claims the dump lacks (or bound to a PV it lacks)
+        self.unbound_immediate_claims = 0  # unbound claims of a class that binds immediately
+        self.static_key: tuple[Any, ...] = ()  # the part of `key` that never changes: images, volumes
 
 
 NO_TASK_RELATIONS = TaskRelations()
@@ -118,6 +122,9 @@ class PodIndex:
         self._domains: dict[str, tuple[np.ndarray, int]] = {}
         self._sums: dict[tuple[int, int], tuple[int, np.ndarray]] = {}  # (query, mask id) -> (version, sums)
         self._masks: dict[int, np.ndarray] = {}
+        self._eligible_cache: dict[tuple[Any, ...], np.ndarray] = {}  # spread eligibility per pod spec
+        self._matched: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[int, ...]] = {}  # per (ns, labels)
+        self._owner_matches: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[tuple[int, int], ...]]] = {}
         # per placed-pod query membership: pod uid -> queries the pod adds to (as a match or as an owner)
         self._member: dict[str, tuple[int, ...]] = {}
         self._owner_queries: list[tuple[str, int, int]] = []  # (kind, query, weight) owned by some pod
@@ -125,7 +132,11 @@ class PodIndex:
         tasks = [*state.tasks.values(), *state.other_pods]
         # image name -> (size, nodes holding it), and each node's images (kube's NodeInfo.ImageStates)
         self._image_states = _image_states(self.nodes)
-        self.active = any(t.pod.relations.has_terms() or t.pod.relations.host_ports
+        self._claims = {c.key: c for c in snapshot.persistent_volume_claims}
+        self._volumes = {v.name: v for v in snapshot.persistent_volumes}
+        self._classes = {c.name: c for c in snapshot.storage_classes}
+        self._default_class = next((c.name for c in snapshot.storage_classes if c.default), "")
+        self.active = any(t.pod.relations.has_terms() or t.pod.relations.host_ports or t.pod.relations.claims
                           or (t.pod.relations.images and self._image_states) for t in tasks)
         if not self.active:
             return
@@ -208,24 +219,88 @@ class PodIndex:
         out.host_ports = rel.host_ports
         if self._image_states:
             out.images = tuple(_normalized_image(i) for i in rel.images)
-        out.anti_owners = tuple(q for kind, q, _w in self._owner_queries
-                                if kind == ANTI_AFFINITY and self._matches(task, self.keys[q].scopes[1:]))
-        out.preferred_owners = tuple((q, w) for kind, q, w in self._owner_queries
-                                     if kind != ANTI_AFFINITY and self._matches(task, self.keys[q].scopes[1:]))
+        self._resolve_claims(task, out)
+        out.anti_owners, out.preferred_owners = self._owners_matching(task)
         own = [t.query for t in (*out.pod_affinity, *out.pod_anti_affinity, *out.preferred_pod_affinity,
                                  *out.preferred_pod_anti_affinity, *out.spread_constraints)]
         out.queries = tuple(dict.fromkeys([*own, *out.anti_owners, *(q for q, _w in out.preferred_owners)]))
-        if not out.queries and not out.host_ports and not out.images:
+        out.static_key = (out.images, tuple(v.name for v in out.volumes), out.missing_claims,
+                          out.unbound_immediate_claims)
+        if not out.queries and not out.host_ports and out.static_key == ((), (), 0, 0):
             return NO_TASK_RELATIONS
         matched = tuple(q for q in own if self._matches(task, self.keys[q].scopes))
-        out.key = (out.queries, matched, out.host_ports, out.images,
+        out.key = (out.queries, matched, out.host_ports, out.static_key,
                    tuple(id(t.eligible) for t in out.spread_constraints))
+        return out
+
+    def _resolve_claims(self, task: "TaskInfo", out: TaskRelations) -> None:
+        """The pod's claims as VolumeBinding's PreFilter sorts them: bound (their PVs), missing (no such
+        claim, or bound to no such PV), unbound of a WaitForFirstConsumer class (left to provisioning,
+        which vpolicy does not model: they restrict nothing), unbound otherwise (Immediate)."""
+        bound = []
+        for name in task.pod.relations.claims:
+            claim = self._claims.get(f"{task.namespace}/{name.replace('{pod}', task.name)}")
+            if claim is None:
+                out.missing_claims += 1
+            elif claim.volume_name:
+                pv = self._volumes.get(claim.volume_name)
+                if pv is None:
+                    out.missing_claims += 1
+                else:
+                    bound.append(pv)
+            else:
+                cls = self._classes.get(claim.storage_class if claim.storage_class is not None else self._default_class)
+                if cls is None or cls.binding_mode != volumes.WAIT_FOR_FIRST_CONSUMER:
+                    out.unbound_immediate_claims += 1
+        out.volumes = tuple(bound)
+
+    # what the volume built-ins answer (fixed for the session) -----------------------------------
+    def volume_zone_ok(self, task: "TaskInfo", rows: np.ndarray) -> np.ndarray:
+        """kube's VolumeZone: on a node carrying any zone/region label, every bound PV's zone/region
+        labels (a `__`-separated set) hold the node's value (a beta PV label may match the GA one)."""
+        out = np.ones(len(rows), dtype=bool)
+        wanted = [(key, set(value.split("__"))) for pv in task.relations.volumes
+                  for key, value in pv.labels.items() if key in volumes.ZONE_LABELS]
+        if not wanted:
+            return out
+        for k, i in enumerate(rows.tolist()):
+            labels = self.nodes[i].labels
+            if not any(key in labels for key in volumes.ZONE_LABELS):
+                continue
+            for key, values in wanted:
+                value = labels.get(key, labels.get(volumes.GA_LABEL.get(key, key)))
+                if value is None or value not in values:
+                    out[k] = False
+                    break
+        return out
+
+    def volume_node_affinity_ok(self, task: "TaskInfo", rows: np.ndarray) -> np.ndarray:
+        """kube's VolumeBinding for bound claims: each PV's required node affinity matches the node."""
+        from vpolicy.compile import functions  # the node-selector-term matching the predicates use
+
+        out = np.ones(len(rows), dtype=bool)
+        constrained = [pv.node_affinity for pv in task.relations.volumes if pv.node_affinity]
+        if not constrained:
+            return out
+        for k, i in enumerate(rows.tolist()):
+            node = self.nodes[i]
+            out[k] = all(any(functions.term_matches(t, node.labels, node.name) for t in terms) for terms in constrained)
         return out
 
     def _eligible(self, task: "TaskInfo", c: affinity.SpreadConstraint, keys: list[str]) -> np.ndarray:
         """Rows whose pods a spread constraint counts: nodes with every topology key of the pod's
         constraints of the same kind, passing the pod's node affinity (nodeAffinityPolicy Honor) and,
-        with nodeTaintsPolicy Honor, tolerating its NoSchedule/NoExecute taints."""
+        with nodeTaintsPolicy Honor, tolerating its NoSchedule/NoExecute taints. Kept per pod spec: the
+        replicas of a job share it."""
+        pod = task.pod
+        spec = (tuple(keys), c.node_affinity_policy, c.node_taints_policy, tuple(sorted(pod.node_selector.items())),
+                pod.required_affinity, pod.tolerations if c.node_taints_policy == "Honor" else ())
+        found = self._eligible_cache.get(spec)
+        if found is None:
+            found = self._eligible_cache[spec] = self._mask(self._eligible_rows(task, c, keys))
+        return found
+
+    def _eligible_rows(self, task: "TaskInfo", c: affinity.SpreadConstraint, keys: list[str]) -> np.ndarray:
         from vpolicy.compile import functions  # the same matching the predicates use
 
         mask = np.array([all(k in n.labels for k in keys) for n in self.nodes], dtype=bool)
@@ -234,7 +309,7 @@ class PodIndex:
                      for n in self.nodes]
         if c.node_taints_policy == "Honor":
             mask &= [functions.tolerates_taints(task, n, ("NoSchedule", "NoExecute")) for n in self.nodes]
-        return self._mask(mask)
+        return mask
 
     def _mask(self, mask: np.ndarray) -> np.ndarray:
         """One array per distinct mask: its id keys the domain sums."""
@@ -243,6 +318,19 @@ class PodIndex:
                 return known
         self._masks[id(mask)] = mask
         return mask
+
+    def _owners_matching(self, task: "TaskInfo") -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
+        """The owner queries whose term matches the task: required anti-affinity ones, and preferred
+        ones with their signed weights. Kept per (namespace, labels): replicas share them."""
+        key = ("owners", task.namespace, tuple(sorted(task.labels.items())))
+        found = self._owner_matches.get(key)
+        if found is None:
+            matching = [(kind, q, w) for kind, q, w in self._owner_queries
+                        if self._matches(task, self.keys[q].scopes[1:])]
+            found = self._owner_matches[key] = (
+                tuple(q for kind, q, _w in matching if kind == ANTI_AFFINITY),
+                tuple((q, w) for kind, q, w in matching if kind != ANTI_AFFINITY))
+        return found
 
     # matching ------------------------------------------------------------------------------------
     def _matches(self, task: "TaskInfo", scopes: Iterable[Scope]) -> bool:
@@ -256,9 +344,12 @@ class PodIndex:
     def _membership(self, task: "TaskInfo") -> tuple[int, ...]:
         found = self._member.get(task.uid)
         if found is None:
-            found = tuple(q for q, key in enumerate(self.keys)
-                          if not _is_owner(key) and self._matches(task, key.scopes))
-            found += tuple(self._owned.get(task.uid, ()))
+            labels = (task.namespace, tuple(sorted(task.labels.items())))
+            matched = self._matched.get(labels)
+            if matched is None:  # pods with the same namespace and labels match the same queries
+                matched = self._matched[labels] = tuple(q for q, key in enumerate(self.keys)
+                                                        if not _is_owner(key) and self._matches(task, key.scopes))
+            found = matched + tuple(self._owned.get(task.uid, ()))
             self._member[task.uid] = found
         return found
 

@@ -309,6 +309,17 @@ FUNCTIONS: dict[str, Function] = {
                             "scaled by the share of nodes holding it"),
     "round": Function(("number",), "int", "round to the nearest integer, halves away from zero (Go's math.Round)"),
     "log": Function(("number",), "number", "natural logarithm"),
+    "volume_zone_ok": Function(("task", "node"), "bool",
+                               "kube's VolumeZone: on a node with zone/region labels, every bound PV's zone/region "
+                               "labels hold the node's value"),
+    "volume_node_affinity_ok": Function(("task", "node"), "bool",
+                                        "every PV the task's bound claims use has a required node affinity the "
+                                        "node matches (kube's VolumeBinding)"),
+    "missing_claims": Function(("task",), "int",
+                               "the task's PersistentVolumeClaims the cluster lacks (or bound to a PV it lacks)"),
+    "unbound_immediate_claims": Function(("task",), "int",
+                                         "the task's unbound claims whose StorageClass binds Immediately (or "
+                                         "that have no class): kube's VolumeBinding PreFilter refuses the pod"),
     "host_ports_free": Function(("task", "node"), "bool",
                                 "no pod on the node holds a host port (IP, protocol, port) the task asks for"),
     "half": Function(("number",), "number", "x / 2 (kept for readability of balanced scores)"),

@@ -31,7 +31,7 @@ def read_relations(spec: View, containers: list[View], inits: list[View]) -> aff
         required_affinity=_required(pod_affinity), required_anti_affinity=_required(anti),
         preferred_affinity=_preferred(pod_affinity), preferred_anti_affinity=_preferred(anti),
         spread=tuple(c for c in (_spread(v) for v in spec.mappings("topologySpreadConstraints")) if c),
-        host_ports=_host_ports(containers), images=_images([*inits, *containers]))
+        host_ports=_host_ports(containers), images=_images([*inits, *containers]), claims=_claims(spec))
     return relations if relations != affinity.NO_RELATIONS else affinity.NO_RELATIONS
 
 
@@ -123,6 +123,21 @@ def _host_ports(containers: list[View]) -> tuple[affinity.HostPort, ...]:
                 continue
             protocol = port.choice("protocol", _PROTOCOLS, default="TCP")
             out.append(affinity.HostPort(port.text("hostIP"), protocol, host_port))
+    return tuple(out)
+
+
+def _claims(spec: View) -> tuple[str, ...]:
+    """The PersistentVolumeClaims the pod's volumes use: `persistentVolumeClaim.claimName`, and for a
+    generic ephemeral volume the claim Kubernetes creates for it, `<pod>-<volume>`."""
+    out = []
+    for volume in spec.mappings("volumes"):
+        claim = volume.mapping("persistentVolumeClaim")
+        if claim is not None:
+            name = claim.text("claimName", required=True)
+            if name:
+                out.append(name)
+        elif volume.has("ephemeral"):
+            out.append(f"{{pod}}-{volume.text('name')}")
     return tuple(out)
 
 

@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from vpolicy import phases
 from vpolicy.errors import Diagnostic, PolicyError
-from vpolicy.load import budgets, dumpfile, kinds, topology, vcjob
+from vpolicy.load import budgets, dumpfile, kinds, topology, vcjob, volumes
 from vpolicy.load.fields import Problems, View
 from vpolicy.model import snapshot
 from vpolicy.source import Span
@@ -43,6 +43,8 @@ _KNOWN: dict[tuple[str, str], str] = {
     ("scheduling.volcano.sh", "Queue"): "queues", ("scheduling.volcano.sh", "PodGroup"): "podgroups",
     ("batch.volcano.sh", "Job"): "jobs", ("topology.volcano.sh", "HyperNode"): "hypernodes",
     ("policy", "PodDisruptionBudget"): "pdbs", ("", "ResourceQuota"): "resource_quotas",
+    ("", "PersistentVolume"): "persistent_volumes", ("", "PersistentVolumeClaim"): "persistent_volume_claims",
+    ("storage.k8s.io", "StorageClass"): "storage_classes",
 }
 _KINDS = frozenset(kind for _, kind in _KNOWN)
 _T = TypeVar("_T")
@@ -64,6 +66,9 @@ class _Objects:
     hypernodes: list[View] = field(default_factory=list)
     pdbs: list[View] = field(default_factory=list)
     resource_quotas: list[View] = field(default_factory=list)
+    persistent_volumes: list[View] = field(default_factory=list)
+    persistent_volume_claims: list[View] = field(default_factory=list)
+    storage_classes: list[View] = field(default_factory=list)
 
 
 def load_cluster(paths: Sequence[str | Path] | str | Path, *, fast: bool | None = None) -> snapshot.ClusterSnapshot:
@@ -177,6 +182,13 @@ def _build(objects: _Objects, problems: Problems) -> snapshot.ClusterSnapshot:
                                                            if (b := budgets.read_pdb(v)) is not None])
     quotas = _unique(problems, seen, "ResourceQuota", [(rq, rq.key, _origin(v)) for v in objects.resource_quotas
                                                        if (rq := budgets.read_resource_quota(v)) is not None])
+    pvs = _unique(problems, seen, "PersistentVolume", [(v, v.name, _origin(o)) for o in objects.persistent_volumes
+                                                        if (v := volumes.read_persistent_volume(o)) is not None])
+    pvcs = _unique(problems, seen, "PersistentVolumeClaim",
+                   [(c, c.key, _origin(o)) for o in objects.persistent_volume_claims
+                    if (c := volumes.read_persistent_volume_claim(o)) is not None])
+    classes_ = _unique(problems, seen, "StorageClass", [(s, s.name, _origin(o)) for o in objects.storage_classes
+                                                        if (s := volumes.read_storage_class(o)) is not None])
     conf = _find_conf(objects.configmaps, problems)
     derived = vcjob.derive(jobs, podgroups=groups, pods=pods, class_values=class_values)
     return snapshot.ClusterSnapshot(
@@ -184,6 +196,7 @@ def _build(objects: _Objects, problems: Problems) -> snapshot.ClusterSnapshot:
         podgroups=(*(g for g, _ in groups), *derived.podgroups),
         queues=_with_default_queues(queues), priority_classes=tuple(classes), namespaces=tuple(namespaces),
         namespace_labels={m.name: m.labels for m in namespace_metas},
+        persistent_volumes=tuple(pvs), persistent_volume_claims=tuple(pvcs), storage_classes=tuple(classes_),
         conf_text=conf.text if conf else None, conf_origin=conf.origin if conf else None,
         conf_line_offset=conf.line_offset if conf else None, conf_col_offset=conf.col_offset if conf else 0,
         warnings=problems.warnings, deferred_pods=derived.deferred_pods, hypernodes=tuple(hypernodes),

@@ -420,6 +420,11 @@ def _preferred_affinity(spec: View) -> tuple[snapshot.PreferredTerm, ...]:
     return tuple(out)
 
 
+def read_node_selector_terms(selector: View) -> tuple[snapshot.NodeSelectorTerm, ...]:
+    """A v1.NodeSelector's ORed terms (a PersistentVolume's spec.nodeAffinity.required)."""
+    return tuple(_read_term(t) for t in selector.mappings("nodeSelectorTerms"))
+
+
 def _read_term(term: View) -> snapshot.NodeSelectorTerm:
     requirements = [r for r in (_read_requirement(e, field=False) for e in term.mappings("matchExpressions")) if r]
     requirements += [r for r in (_read_requirement(e, field=True) for e in term.mappings("matchFields")) if r]

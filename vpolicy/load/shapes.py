@@ -38,6 +38,7 @@ POD_SPEC: Shape = {
     "containers": [_CONTAINER], "initContainers": [_CONTAINER], "overhead": KEEP, "schedulerName": KEEP,
     "priority": KEEP, "priorityClassName": KEEP, "nodeName": KEEP, "nodeSelector": KEEP, "affinity": KEEP,
     "tolerations": KEEP, "preemptionPolicy": KEEP, "schedulingGates": KEEP, "topologySpreadConstraints": KEEP,
+    "volumes": [{"name": KEEP, "persistentVolumeClaim": KEEP, "ephemeral": KEEP}],  # VolumeZone, VolumeBinding
 }
 
 SHAPES: dict[str, Shape] = {
@@ -51,6 +52,9 @@ SHAPES: dict[str, Shape] = {
     "Queue": {"metadata": META, "spec": KEEP, "status": {"state": KEEP}},
     "PodGroup": {"metadata": META, "spec": KEEP, "status": {"phase": KEEP, "conditions": KEEP}},
     "ConfigMap": {"metadata": META, "data": KEEP},
+    "PersistentVolume": {"metadata": META, "spec": {"nodeAffinity": KEEP, "storageClassName": KEEP}},
+    "PersistentVolumeClaim": {"metadata": META, "spec": {"volumeName": KEEP, "storageClassName": KEEP}},
+    "StorageClass": {"metadata": META, "volumeBindingMode": KEEP},
 }
 
 

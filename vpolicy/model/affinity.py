@@ -115,6 +115,7 @@ class PodRelations:
     spread: tuple[SpreadConstraint, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
     images: tuple[str, ...] = field(default=(), compare=True)
+    claims: tuple[str, ...] = ()  # PersistentVolumeClaim names (of the pod's namespace) its volumes use
 
     def has_terms(self) -> bool:
         return bool(self.required_affinity or self.required_anti_affinity or self.preferred_affinity

@@ -17,6 +17,7 @@ from typing import Mapping
 
 from vpolicy.model.budgets import PodDisruptionBudget, ResourceQuota
 from vpolicy.model.affinity import NO_RELATIONS, PodRelations
+from vpolicy.model.volumes import PersistentVolume, PersistentVolumeClaim, StorageClass
 from vpolicy.model.hypernodes import HyperNode, NetworkTopology, SubGroupPolicy
 from vpolicy.model.resources import Resources, ZERO
 from vpolicy.source import Span
@@ -256,6 +257,10 @@ class ClusterSnapshot:
     namespaces: tuple[str, ...] = ()
     # Namespace labels by name, for pod affinity terms' namespaceSelector
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # what kube-scheduler's VolumeZone and VolumeBinding filters read (vpolicy.model.volumes)
+    persistent_volumes: tuple[PersistentVolume, ...] = ()
+    persistent_volume_claims: tuple[PersistentVolumeClaim, ...] = ()
+    storage_classes: tuple[StorageClass, ...] = ()
     conf_text: str | None = None  # a volcano-scheduler.conf found in a ConfigMap of the dump
     conf_origin: Span | None = None  # a literal block (`|`): its first content line; else the value
     # Line L, column C of conf_text is dump line L + conf_line_offset, column C + conf_col_offset
