@@ -174,7 +174,12 @@ QUEUES = Resource("queues", "scheduling.volcano.sh/v1beta1", "Queue", "queues", 
 PODGROUPS = Resource("podgroups", "scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups", True)
 VCJOBS = Resource("jobs", "batch.volcano.sh/v1alpha1", "Job", "jobs", True, optional=True)
 HYPERNODES = Resource("hypernodes", "topology.volcano.sh/v1alpha1", "HyperNode", "hypernodes", False, optional=True)
-SCHEDULER_RESOURCES = (NODES, PODS, NAMESPACES, PRIORITY_CLASSES, QUEUES, PODGROUPS, VCJOBS, HYPERNODES)
+# what the pdb and resourcequota plugins read; optional, so an API without them (an emulator) reads none
+PDBS = Resource("poddisruptionbudgets", "policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", True,
+                optional=True)
+RESOURCE_QUOTAS = Resource("resourcequotas", "v1", "ResourceQuota", "resourcequotas", True, optional=True)
+SCHEDULER_RESOURCES = (NODES, PODS, NAMESPACES, PRIORITY_CLASSES, QUEUES, PODGROUPS, VCJOBS, HYPERNODES, PDBS,
+                       RESOURCE_QUOTAS)
 EVENTS = Resource("events", "v1", "Event", "events", True)
 LEASES = Resource("leases", "coordination.k8s.io/v1", "Lease", "leases", True)
 
