@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.compare import Outcome
-from conformance.generate import Case
+from conformance.generate import GROUP, ROLE, Case
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,41 @@ def _reclaim_counts_only_reclaimed(case: Case, volcano: Outcome, vpolicy: Outcom
                                (line.startswith("evict ") and line.endswith("only volcano")) for line in lines)
 
 
+def _placement_fields(pod: dict[str, Any]) -> str:
+    spec = pod["spec"]
+    return repr([spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations")])
+
+
+def _heterogeneous_role_pods(case: Case, volcano: Outcome, vpolicy: Outcome, lines: list[str]) -> bool:
+    """Some job has pods of one (non-empty) role that differ in selector, affinity or tolerations, and
+    every difference is a pod of such a role."""
+    by_role: dict[tuple[str, str], set[str]] = {}
+    names: dict[tuple[str, str], set[str]] = {}
+    for o in case.objects:
+        if o["kind"] != "Pod" or o["spec"].get("nodeName"):
+            continue
+        meta = o["metadata"]
+        role = meta.get("annotations", {}).get(ROLE) or meta.get("labels", {}).get(ROLE)
+        if not role:
+            continue
+        key = (meta.get("annotations", {}).get(GROUP, ""), role)
+        by_role.setdefault(key, set()).add(_placement_fields(o))
+        names.setdefault(key, set()).add(f"{meta['namespace']}/{meta['name']}")
+    mixed = set().union(*(names[k] for k, fields in by_role.items() if len(fields) > 1)) if by_role else set()
+    touched = {line.split()[1].rstrip(":") for line in lines}
+    return bool(mixed) and bool(touched) and touched <= mixed
+
+
 DIVERGENCES: tuple[Divergence, ...] = (
+    Divergence(
+        key="predicate-cache-assumes-one-template-per-role",
+        go_line="pkg/scheduler/util/predicate_helper.go:47-70 (v1.10.0)",
+        why="Volcano caches each node's predicate error per job and role (`taskGroupID`) and, once a task of "
+            "a role has failed on a node, refuses that node to the role's later tasks without checking them: "
+            "right for vcjob pods made from one template, wrong when pods of one role differ (here in node "
+            "selector, affinity or tolerations). vpolicy checks every task; the same in main. Matched when "
+            "every difference is a pending pod of a role whose pods differ in those fields.",
+        matches=_heterogeneous_role_pods),
     Divergence(
         key="reclaim-v1.10-counts-only-reclaimed",
         go_line="pkg/scheduler/actions/reclaim/reclaim.go:184-207 (v1.10.0)",
