@@ -240,6 +240,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "compare": compare,
     "duration": duration,
     "selects": selects,
+    "sort_by": lambda items, keys: [item for _, _, item in sorted(zip(keys, range(len(items)), items),
+                                                               key=lambda kv: (kv[0], kv[1]))],
     "time_of_day": time_of_day,
     "clock_time": clock_time,
     "split_by": lambda text, sep: str(text).split(sep) if sep else [str(text)],

@@ -112,9 +112,12 @@ class _Lowerer:
         """The raw argument at `path` through nested mappings (`resources`, `nvidia.com/gpu`, `weight`)."""
         value: Any = self.arguments
         for key in path:
-            if not isinstance(value, Mapping):
+            if isinstance(value, list) and str(key).isdigit() and int(key) < len(value):
+                value = value[int(key)]  # a list argument's items are `"0"`, `"1"`, ...
+            elif isinstance(value, Mapping):
+                value = value.get(key)
+            else:
                 return None
-            value = value.get(key)
         return value
 
     def _argument_at(self, path: Any, default: Any) -> Any:
@@ -138,6 +141,8 @@ class _Lowerer:
 
     def _argument_keys(self, path: Any) -> list[str]:
         raw = self._nested(path)
+        if isinstance(raw, list):
+            return [str(i) for i in range(len(raw))]
         return [str(k) for k in raw] if isinstance(raw, Mapping) else []
 
     def run(self) -> CompiledModule:

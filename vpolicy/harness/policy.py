@@ -280,9 +280,10 @@ def _argument_problems(module: ast.Module, settings: Mapping[str, Any],
         if key not in params and any(key.startswith(p) for p in nested_prefixes):
             continue  # read as text inside the module (`argument_text_at`)
         if key in nested and key not in params:
-            if raw is not None and not isinstance(raw, Mapping) and key not in _text_keys(module):
-                problems.append(_bad_argument(module, key, f"must be a mapping, got {_shown(raw)}",
-                                              spans.get(key), None))
+            if raw is not None and not isinstance(raw, (Mapping, list)) and key not in _text_keys(module):
+                problems.append(Diagnostic(BAD_ARGUMENT, f"argument '{key}' of plugin '{module.name}' must be a "
+                                           f"mapping or a list, got {_shown(raw)}", spans.get(key),
+                                           help=f"write '{key}' as nested 'key: value' lines"))
             continue
         decl = params.get(key)
         kind = decl.type.name if decl is not None else "number"

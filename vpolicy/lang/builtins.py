@@ -275,7 +275,8 @@ FUNCTIONS: dict[str, Function] = {
     "argument_text_at": Function(("list[string]", "string"), "string",
                                  "a text inside nested mapping arguments, by its path of keys, else the default"),
     "argument_keys": Function(("list[string]",), "list[string]",
-                              "the keys of the mapping argument at a path of keys; empty when there is none"),
+                              "the keys of the mapping argument at a path of keys (a list's: \"0\", \"1\", ...); "
+                              "empty when there is none"),
     "water_fill": Function(("list[queue]", "resources", "map[queue,resources]", "map[queue,resources]"),
                            "map[queue,resources]",
                            "proportion's iterative weighted split of the total: (queues, total, caps, requests)"),
@@ -345,6 +346,9 @@ FUNCTIONS: dict[str, Function] = {
                          "timed out by `extender.httpTimeout`, retried `extender.retries` times); the body "
                          "follows what is passed: task and node, task and nodes, task and tasks, a job, a queue, or "
                          "none"),
+    "sort_by": Function(("list[any]", "list[number]"), "list[any]",
+                        "the items in ascending order of their keys (the second list, item by item); ties keep "
+                        "their order"),
     "selects": Function(("pdb", "task"), "bool",
                         "the budget's label selector matches the pod (same namespace; a nil or empty selector "
                         "matches nothing)"),

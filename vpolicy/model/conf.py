@@ -135,8 +135,9 @@ PARTIAL_PLUGINS: Mapping[str, str] = {
                      "anti-affinity is not implemented",
     "numa-aware": "none of its rules run yet: Numatopology objects and the topology manager policies are "
                   "not read",
-    "rescheduling": "none of its strategies run yet: the lowNodeUtilization victims for shuffle are not "
-                    "selected",
+    "rescheduling": "lowNodeUtilization reads node usage from the nodes' `usage.volcano.sh/*` annotations "
+                    "(no metrics source is queried), runs in every session with shuffle rather than once per "
+                    "interval, and orders a node's pods by priority then best-effort (not full QoS classes)",
     "extender": "onSessionCloseVerb is never sent, prioritize is asked about every Ready node (not only "
                 "those that passed the predicates), and request bodies carry a subset of Volcano's TaskInfo, "
                 "NodeInfo, JobInfo and QueueInfo fields",
