@@ -61,17 +61,20 @@ def run(ctx: ActionContext) -> None:
 
 def reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInfo) -> bool:
     """Reclaim for one task; a failure is remembered for its identical siblings until the state changes."""
-    key = ("reclaim", job.key, task_key(task, SPEC_READS))
+    spec = task_key(task, SPEC_READS)
+    key = ("reclaim", job.key, spec)
     if ctx.eviction_failed_before(key):
         return False
-    done = _reclaim_one(ctx, stmt, task, job, key)
+    done = _reclaim_one(ctx, stmt, task, job, key, ("reclaim", ("queue", job.queue.name), spec))
     if not done:
         ctx.remember_eviction_failure(key)
     return done
 
 
-def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInfo, kind: tuple[object, ...]) -> bool:
-    rt = ctx.runtime
+def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInfo, kind: tuple[object, ...],
+                 shared: tuple[object, ...]) -> bool:
+    """`kind`: the task's job and spec (optimize's bounds read the job); `shared`: its queue and spec,
+    which is all a node's reclaimees depend on, so the queue's jobs share each node's candidates."""
 
     def reclaimee(t: TaskInfo) -> bool:
         return (t.status is TaskStatus.RUNNING and t.preemptable and t.job is not None
@@ -85,10 +88,10 @@ def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobIn
         if done is not None:
             return done
     for node in nodes:
-        candidates = useful_candidates(ctx, node, reclaimee, task, kind, need_one=True)
+        candidates = useful_candidates(ctx, node, reclaimee, task, shared, need_one=True)
         if candidates is None:
             continue  # no reclaimee, or even every one would not free enough: the rules cannot change that
-        victims, rule = rt.victims("reclaimable", task, candidates)
+        victims, rule = ctx.runtime.victims("reclaimable", task, candidates)
         if not fits_with(victims, task, node):
             continue
         local = ctx.statement()
