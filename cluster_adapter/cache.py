@@ -51,6 +51,7 @@ class ObjectCache:
                  clock: Callable[[], float] = time.monotonic, assume_ttl_s: float = ASSUME_TTL_S) -> None:
         self._lock = threading.Lock()
         self._objects: dict[str, dict[Key, dict[str, Any]]] = {name: {} for name in resources}
+        self._order: dict[str, list[Key]] = {}  # each resource's keys sorted, until one is added or removed
         self._assumed: dict[Key, _Assumption] = {}
         self._clock = clock
         self._ttl = assume_ttl_s
@@ -63,6 +64,7 @@ class ObjectCache:
     def replace(self, resource: str, items: list[dict[str, Any]]) -> None:
         with self._lock:
             self._objects[resource] = {_key(o): o for o in items}
+            self._order.pop(resource, None)
             self._generation += 1
 
     def apply(self, resource: str, event_type: str, obj: dict[str, Any]) -> None:
@@ -72,8 +74,11 @@ class ObjectCache:
                 held = store.get(_key(obj))
                 if held is not None and _uid(held) and _uid(obj) and _uid(held) != _uid(obj):
                     return  # the end of an earlier object of that name; the one held replaced it
-                store.pop(_key(obj), None)
+                if store.pop(_key(obj), None) is not None:
+                    self._order.pop(resource, None)
             else:
+                if _key(obj) not in store:
+                    self._order.pop(resource, None)
                 store[_key(obj)] = obj
             self._generation += 1
 
@@ -136,7 +141,10 @@ class ObjectCache:
         self._expire_locked()
         out: list[dict[str, Any]] = []
         for resource, store in self._objects.items():
-            for key in sorted(store):
+            order = self._order.get(resource)
+            if order is None:
+                order = self._order[resource] = sorted(store)
+            for key in order:
                 obj = store[key]
                 if resource == "pods" and key in self._assumed:
                     obj = _overlay(obj, self._assumed[key])

@@ -142,6 +142,8 @@ class SnapshotReader:
         self._others: list[tuple[str, str]] = []  # (label, resourceVersion) of every non-pod object, in order
         self._pods: dict[str, tuple[str, Pod]] = {}  # label -> (resourceVersion, the pod read from it)
         self._memo: dict[Any, Any] = {}  # reader results by object (fields.memoized), across reads
+        # id(object) -> (object, label, resourceVersion, is a pod), for the objects of the last read
+        self._labels: dict[int, tuple[Mapping[str, Any], str, str, bool]] = {}
         self.full_builds = 0
         self.pods_read = 0
         self.patched = 0  # Nodes, Queues and PodGroups read again on their own and put in place
@@ -151,13 +153,18 @@ class SnapshotReader:
         pods: list[tuple[str, str, Mapping[str, Any]]] = []  # (label, resourceVersion, object)
         others: list[tuple[str, str]] = []
         other_objects: list[Mapping[str, Any]] = []
-        for obj in items:  # one pass, labels made once: at M this loop is most of a patched snapshot's cost
-            label, rv = object_label(obj), _rv(obj)
-            if obj.get("kind") == "Pod" and obj.get("apiVersion") == "v1":
-                pods.append((label, rv, obj))
+        known, seen = self._labels, {}
+        for obj in items:  # at M this loop is most of a patched snapshot's cost: labels are made once per dict
+            held = known.get(id(obj))
+            if held is None or held[0] is not obj:
+                held = (obj, object_label(obj), _rv(obj), obj.get("kind") == "Pod" and obj.get("apiVersion") == "v1")
+            seen[id(obj)] = held
+            if held[3]:
+                pods.append((held[1], held[2], obj))
             else:
-                others.append((label, rv))
+                others.append((held[1], held[2]))
                 other_objects.append(obj)
+        self._labels = seen
         fast = self._fast(pods, others, other_objects)
         if fast is not None:
             self._last = fast
