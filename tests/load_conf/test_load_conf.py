@@ -160,7 +160,8 @@ def test_a_plugin_vpolicy_implements_in_part_loads_with_a_warning_saying_what_is
     assert conf.warnings == ((
         "numa.conf:4:11: warning[conf.partial-plugin]: plugin 'numa-aware' is only partly implemented by "
         "vpolicy: none of its rules run yet: Numatopology objects and the topology manager policies are not "
-        "read (its other rules run; decisions may differ from Volcano's where the missing part acts)"),)
+        "read (the plugin loads; decisions may differ from Volcano's where the part named here would act "
+        "(docs/plugins.md))"),)
 
 
 @pytest.mark.parametrize("name", [

@@ -476,7 +476,8 @@ class _Reader:
         if name in model.PARTIAL_PLUGINS:
             self.warn("conf.partial-plugin", f"plugin '{name}' is only partly implemented by vpolicy: "
                       f"{model.PARTIAL_PLUGINS[name]}", span,
-                      "its other rules run; decisions may differ from Volcano's where the missing part acts")
+                      "the plugin loads; decisions may differ from Volcano's where the part named here would act "
+                      "(docs/plugins.md)")
         hierarchy = flags.pop(model.HIERARCHY_KEY, False)
         return model.PluginOption(name, model.all_flags(flags), arguments, span, argument_spans,
                                   hierarchy=hierarchy, flag_spans=flag_spans)
