@@ -145,6 +145,8 @@ class JobInfo:
         self.topology_mode = ""  # hard | soft | "" (no networkTopology)
         self.highest_tier_allowed = 0
         self.allocated_hypernode = ""  # live: grows with the job's placements
+        self.sub_groups: list[Any] = []  # spec.subGroupPolicy's sub-groups (engine.topology.SubGroupInfo)
+        self.min_sub_groups: dict[str, int] = {}  # policy name -> minSubGroups
         self.annotations = pg.annotations
         self.labels = pg.labels
         raw = pg.annotations.get(snap.PREEMPTABLE_KEY, pg.labels.get(snap.PREEMPTABLE_KEY))

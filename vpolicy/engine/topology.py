@@ -21,10 +21,10 @@ import numpy as np
 
 from vpolicy.model import hypernodes as hn
 from vpolicy.model.resources import ZERO, Resources, total
-from vpolicy.model.snapshot import ALLOCATED_STATUSES
+from vpolicy.model.snapshot import ALLOCATED_STATUSES, READY_STATUSES
 
 if TYPE_CHECKING:
-    from vpolicy.engine.state import JobInfo, NodeInfo, SessionState
+    from vpolicy.engine.state import JobInfo, NodeInfo, SessionState, TaskInfo
 
 class HyperNodeInfo:
     """One domain as rules see it (`hypernode` in the DSL)."""
@@ -139,6 +139,43 @@ def open_topology(state: SessionState) -> SessionTopology:
     return topo
 
 
+class SubGroupInfo:
+    """One sub-group of a job (`subgroup` in the DSL): the tasks one `subGroupPolicy` entry selects that
+    share their values of its matchLabelKeys; a gang of `size` tasks, kept inside one domain when the
+    policy's networkTopology says so (Volcano's SubJob)."""
+
+    def __init__(self, policy: hn.SubGroupPolicy, name: str, tasks: list[TaskInfo], tree: hn.HyperNodeTree):
+        self.name = name
+        self.policy_name = policy.name
+        self.tasks = tasks
+        self.size = policy.sub_group_size if policy.sub_group_size is not None else len(tasks)
+        spec = policy.network_topology
+        self.topology_mode = spec.mode if spec is not None else ""
+        self.highest_tier_allowed = tree.highest_tier(spec)
+
+    @property
+    def ready_count(self) -> int:
+        return sum(1 for t in self.tasks if t.status in READY_STATUSES)
+
+    def __repr__(self) -> str:
+        return f"SubGroup({self.name})"
+
+
+def sub_groups(tree: hn.HyperNodeTree, job: JobInfo) -> list[SubGroupInfo]:
+    """The job's sub-groups, policy by policy, each in the order its first task was read; a task the
+    first policy selects is not selected again by a later one."""
+    out: list[SubGroupInfo] = []
+    taken: set[str] = set()
+    for policy in job.pg.sub_group_policy:
+        groups: dict[str, list[TaskInfo]] = {}
+        for task in job.tasks:
+            if task.uid not in taken and policy.selects(task.labels):
+                groups.setdefault(policy.group_of(task.labels), []).append(task)
+                taken.add(task.uid)
+        out += [SubGroupInfo(policy, name, tasks, tree) for name, tasks in groups.items()]
+    return out
+
+
 def bind_job(topo: SessionTopology, job: JobInfo) -> None:
     spec = job.pg.network_topology
     job.topology_mode = spec.mode if spec is not None else ""
@@ -146,3 +183,6 @@ def bind_job(topo: SessionTopology, job: JobInfo) -> None:
     placed = topo.placed_domain(job) if topo.enabled else ""
     kept = job.pg.annotations.get(hn.ALLOCATED_HYPERNODE_ANNOTATION, "")
     job.allocated_hypernode = placed or (kept if kept in topo.infos else "")
+    if job.pg.sub_group_policy:
+        job.sub_groups = sub_groups(topo.tree, job)
+        job.min_sub_groups = {p.name: p.min_sub_groups for p in job.pg.sub_group_policy}

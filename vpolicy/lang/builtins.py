@@ -381,12 +381,24 @@ HYPERNODE = {
     "idle": Attribute("resources", "allocatable - used"),
 }
 OBJECT_TYPES["hypernode"] = HYPERNODE
+SUBGROUP = {
+    "name": Attribute("string", "the sub-group: its policy's name and the tasks' values of matchLabelKeys"),
+    "policy_name": Attribute("string", "the subGroupPolicy entry's name (`policy` itself is a keyword)"),
+    "tasks": Attribute("list[task]", "the tasks of the sub-group"),
+    "size": Attribute("int", "subGroupSize: the tasks it needs together (all of them when unset)"),
+    "ready_count": Attribute("int", "its tasks Bound, Binding, Running, Allocated or Succeeded"),
+    "topology_mode": Attribute("string", "the policy's networkTopology mode: \"hard\", \"soft\" or \"\""),
+    "highest_tier_allowed": Attribute("int", "the policy's highest allowed tier (0 without networkTopology)"),
+}
+OBJECT_TYPES["subgroup"] = SUBGROUP
 JOB.update({
     "topology_mode": Attribute("string", "spec.networkTopology.mode: \"hard\", \"soft\", or \"\" without networkTopology"),
     "highest_tier_allowed": Attribute("int", "highestTierAllowed, else the tier highestTierName names, else 1; "
                                              "0 without networkTopology"),
     "allocated_hypernode": Attribute("string", "lowest domain holding every placed task of the job (live: "
                                                "follows placements; \"\" when none is placed)"),
+    "sub_groups": Attribute("list[subgroup]", "the sub-groups of spec.subGroupPolicy (empty without one)"),
+    "min_sub_groups": Attribute("map[string,int]", "minSubGroups of each subGroupPolicy entry, by name"),
 })
 NODE.update({
     "hypernode": Attribute("string", "the node's lowest-tier HyperNode, \"\" when it is in none"),
@@ -401,6 +413,8 @@ CLUSTER.update({
 CALLBACKS.update({
     "hypernode_order": Callback((("job", "job"), ("hypernode", "hypernode")), "number", "enabledHyperNodeOrder",
                                 "sum", "domain score for placing the job's gang inside it; highest wins"),
+    "sub_job_ready": Callback((("job", "job"), ("subgroup", "subgroup")), "bool", "enabledSubJobReady", "and",
+                              "the sub-group's gang is placed: allocate keeps a sub-group's trial only then"),
     "hypernode_gradient": Callback((("job", "job"), ("hypernode", "hypernode")), "bool",
                                    "enabledHyperNodeGradient", "and",
                                    "a hard-mode job may be placed inside this domain; allocate tries the allowed "

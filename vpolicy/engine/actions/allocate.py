@@ -7,6 +7,8 @@ that is neither ready nor pipelined is discarded, all or nothing.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from vpolicy.engine.actions import allocate_topology
@@ -86,11 +88,14 @@ def _drain(jobs: Queue[JobInfo] | None) -> list[JobInfo]:
 
 
 def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
-                   within: np.ndarray | None = None) -> Statement | None:
+                   within: np.ndarray | None = None, ready_when: Callable[[], bool] | None = None) -> Statement | None:
     """One job's turn over all nodes, or over the node rows `within` marks (a HyperNode's, for
     `allocate_topology`). A job with a network topology sees its allocated HyperNode grow with each
-    placement while its tasks are scored; a soft-mode job keeps it when the gang is ready."""
+    placement while its tasks are scored; a soft-mode job keeps it when the gang is ready.
+    `ready_when` replaces the job's readiness (a sub-group's gang, for `allocate_topology`): the turn
+    stops once it holds, and keeps its placements only if it does."""
     rt = ctx.runtime
+    is_ready: Callable[[], bool] = ready_when if ready_when is not None else (lambda: rt.job_ready(job))
     stmt = ctx.statement()
     topo = ctx.state.topology
     tracks = bool(job.topology_mode) and topo.enabled
@@ -127,14 +132,14 @@ def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
         ctx.fit_errors.pop(task.uid, None)
         if tracks:
             job.allocated_hypernode = topo.lca(job.allocated_hypernode, topo.leaf_of(node.name))
-        if rt.job_ready(job):
+        if is_ready():
             break
-    ready = rt.job_ready(job)
+    ready = is_ready()
     if tracks and not (ready and job.topology_mode == "soft" and within is None):
         job.allocated_hypernode = allocated_before
     if ready:
         return stmt
-    if rt.job_pipelined(job):
+    if ready_when is None and rt.job_pipelined(job):
         return stmt
     stmt.discard()
     return None

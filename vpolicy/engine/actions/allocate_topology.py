@@ -18,6 +18,7 @@ This module decides nothing about which domains are allowed or how they score: r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,8 @@ def searches_domains(ctx: ActionContext, job: JobInfo) -> bool:
     mode allows, anywhere)."""
     if not ctx.state.topology.enabled:
         return False
-    return job.topology_mode == "hard" or (ctx.optimize and job.topology_mode == "soft")
+    return (job.topology_mode == "hard" or bool(job.sub_groups)
+            or (ctx.optimize and job.topology_mode == "soft"))
 
 
 def joint_plan(ctx: ActionContext, jobs: list[JobInfo]) -> domain_plan.Plan | None:
@@ -88,7 +90,10 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
                     continue  # the dry run would place nothing there
                 job.failed_roles.clear()  # Volcano's ResetFitErr: each domain starts clean
                 worksheet = rt.task_queue(pending)
-                stmt = allocate_tasks(ctx, job, worksheet, within=topo.mask(name))
+                if job.sub_groups:
+                    stmt = place_sub_groups(ctx, job, worksheet, name)
+                else:
+                    stmt = allocate_tasks(ctx, job, worksheet, within=topo.mask(name))
                 if (stmt is not None and stmt.ops and plan is not None and name != planned
                         and not plan.keeps(ctx.state, name, job=job)):
                     stmt.discard()  # it would take a planned gang's room
@@ -129,6 +134,71 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
         return allocate_tasks(ctx, job, tasks), ""
     ctx.job_reasons[job.key] = unplaced_reason(topo, job, pending, tried)
     return None, ""
+
+
+def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], domain: str) -> Statement | None:
+    """A job with sub-groups inside `domain` (Volcano's allocateForSubJob, each sub-group in turn): a
+    sub-group whose policy has a hard networkTopology goes inside one domain under `domain` of at most
+    its highest allowed tier, lowest tier first, the best-scored (`hypernode_order`) of those where its
+    gang is placed (`sub_job_ready`); the others, and tasks of no sub-group, anywhere in `domain`. Stops
+    once the job is ready; returns the placements when it is ready or pipelined, else undoes them.
+    Without `hypernode_gradient` rules a sub-group's only domain is the job's (as Volcano without the
+    plugin's gradient). `tasks` is left with what no sub-group placed."""
+    from vpolicy.engine.actions.allocate import allocate_tasks
+
+    rt, topo = ctx.runtime, ctx.state.topology
+    pending = _drain(tasks)
+    stmt = ctx.statement()
+    placed: set[str] = set()
+    ready_rules = rt.rules("sub_job_ready")
+    for group in job.sub_groups:
+        if rt.job_ready(job):
+            break
+        mine = [t for t in pending if t in group.tasks and t.uid not in placed]
+
+        def group_ready(group: Any = group) -> bool:
+            return all(rt.ask(rule, job, group) for rule in ready_rules)
+
+        if not mine or group_ready():
+            continue
+        gradients = [[domain]]
+        if group.topology_mode == "hard" and rt.rules("hypernode_gradient"):
+            by_tier: dict[int, list[str]] = {}
+            for name in topo.tree.descendants(domain):
+                if topo.tree.tier(name) <= group.highest_tier_allowed:
+                    by_tier.setdefault(topo.tree.tier(name), []).append(name)
+            gradients = [by_tier[t] for t in sorted(by_tier)]
+        for names in gradients:
+            best: tuple[float, list[tuple[str, TaskInfo, str]]] | None = None
+            for name in names:
+                trial = allocate_tasks(ctx, job, rt.task_queue(mine), within=topo.mask(name) & topo.mask(domain),
+                                       ready_when=group_ready)
+                if trial is None or not trial.ops:
+                    continue
+                ops = [(op.kind, op.task, op.task.node_name) for op in trial.ops]
+                trial.discard()
+                score = float(sum(rt.ask(rule, job, topo.info(name)) for rule in rt.rules("hypernode_order")))
+                if best is None or score > best[0]:
+                    best = (score, ops)
+            if best is not None:
+                for kind, task, node in best[1]:
+                    (stmt.allocate if kind == "allocate" else stmt.pipeline)(task, node)
+                    placed.add(task.uid)
+                break
+    rest = [t for t in pending if t.uid not in placed and not any(t in g.tasks for g in job.sub_groups)]
+    if rest and not rt.job_ready(job):
+        more = allocate_tasks(ctx, job, rt.task_queue(rest), within=topo.mask(domain))
+        if more is not None:
+            for op in more.ops:
+                placed.add(op.task.uid)
+            stmt.merge(more)
+    for task in pending:
+        if task.uid not in placed:
+            tasks.push(task)
+    if rt.job_ready(job) or rt.job_pipelined(job):
+        return stmt
+    stmt.discard()
+    return None
 
 
 def retry_deferred(ctx: ActionContext, plan: domain_plan.Plan | None,
@@ -176,8 +246,8 @@ def domain_gradients(ctx: ActionContext, job: JobInfo) -> list[list[str]]:
     (all of them, from the cluster down; the rules say which); the cluster alone when there is no rule."""
     rt, topo = ctx.runtime, ctx.state.topology
     rules = rt.rules("hypernode_gradient")
-    if not rules:
-        return [[hn.CLUSTER_ROOT]]
+    if not rules or not (job.topology_mode == "hard" or (ctx.optimize and job.topology_mode == "soft")):
+        return [[hn.CLUSTER_ROOT]]  # a job with sub-groups only: its sub-groups pick their domains
     out = []
     for group in topo.gradients(hn.CLUSTER_ROOT):
         allowed = [n for n in group if all(rt.ask(rule, job, topo.info(n)) for rule in rules)]
