@@ -29,7 +29,7 @@ def _cpu(run: Callable[[], Any]) -> float:
 
 
 def _shaped(data: bytes) -> None:
-    items = dumpfile._LIST_HEAD.decode(data)["items"]  # noqa: SLF001  # reason: the loader's own decoders
+    items = dumpfile._LIST_HEAD.decode(data).get("items") or []  # noqa: SLF001  # reason: the loader's own decoders
     for raw in items:
         kind = dumpfile._HEAD.decode(raw).get("kind")  # noqa: SLF001
         decoder = dumpfile._shape_decoder(kind) if isinstance(kind, str) else None  # noqa: SLF001
@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ruamel.yaml import YAML
     rows.append(("ruamel round-trip (exact path)",
                  f"~{_cpu(lambda: list(YAML(typ='rt').load_all(ysmall.decode()))) * scale:.1f}"))
-    import yaml
+    import yaml  # type: ignore[import-untyped]  # reason: no stubs installed (PyYAML is not a dependency)
     rows.append(("PyYAML CSafeLoader (libyaml)",
                  f"~{_cpu(lambda: yaml.load(ysmall, Loader=yaml.CSafeLoader)) * scale:.1f}"))
     import ryml  # type: ignore[import-untyped]  # reason: rapidyaml ships no type information
