@@ -45,7 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ydata = dumps.dump_path(args.size, "yaml").read_bytes()
     cut = ydata.find(b"\n- ", int(args.slow_mb * 1e6)) + 1 or len(ydata)
     ysmall, scale = ydata[:cut], len(ydata) / max(cut, 1)
-    rows: list[tuple[str, str]] = [("dump", f"{args.size}: JSON {len(jdata) / 1e6:.0f} MB, YAML {len(ydata) / 1e6:.0f} MB")]
+    sizes = f"{args.size}: JSON {len(jdata) / 1e6:.0f} MB, YAML {len(ydata) / 1e6:.0f} MB"
+    rows: list[tuple[str, str]] = [("dump", sizes)]
     rows.append(("json (stdlib)", f"{_cpu(lambda: json.loads(jdata)):.2f}"))
     try:
         orjson = importlib.import_module("orjson")
