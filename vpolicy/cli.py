@@ -28,7 +28,7 @@ def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     _extension_commands(sub, sys.argv[1:] if argv is None else argv)
     d = sub.add_parser("dry-run", help="run one session on a cluster dump and print its decisions")
-    d.add_argument("--cluster", action="append", required=True, help="cluster dump: file, folder, .gz, - (stdin); repeatable")
+    d.add_argument("--cluster", action="append", required=True, help="dump: file, folder, .gz, - (stdin); repeatable")
     g = d.add_mutually_exclusive_group()
     g.add_argument("--policy", help="a native policy file (policy NAME ...)")
     g.add_argument("--conf", help="a volcano-scheduler.conf (or the ConfigMap holding it)")
@@ -54,7 +54,7 @@ def _explain_verify_commands(sub: "argparse._SubParsersAction[argparse.ArgumentP
                                        "or evicted")
     e.add_argument("target", metavar="TARGET", help="NAMESPACE/NAME of a pod or podgroup (prefix pod/ or podgroup/ "
                                                     "when both exist)")
-    e.add_argument("--cluster", action="append", required=True, help="cluster dump: file, folder, .gz, - (stdin); repeatable")
+    e.add_argument("--cluster", action="append", required=True, help="dump: file, folder, .gz, - (stdin); repeatable")
     g = e.add_mutually_exclusive_group()
     g.add_argument("--policy", help="a native policy file (policy NAME ...)")
     g.add_argument("--conf", help="a volcano-scheduler.conf (or the ConfigMap holding it)")
@@ -229,7 +229,7 @@ def _fmt_diff_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]
     f.add_argument("--check", action="store_true", help="change nothing; print the diff and exit 1 if a file "
                                                         "is not formatted")
     d = sub.add_parser("diff", help="pods and podgroups whose fate differs between two policies, and why")
-    d.add_argument("--cluster", action="append", help="cluster dump: file, folder, .gz, - (stdin); repeatable")
+    d.add_argument("--cluster", action="append", help="dump: file, folder, .gz, - (stdin); repeatable")
     d.add_argument("--symbolic", action="store_true",
                    help="instead of one cluster, search every cluster up to --bound for one where A and B differ")
     d.add_argument("--bound", type=int, default=2, help="with --symbolic: at most this many nodes, queues, jobs")
