@@ -15,7 +15,7 @@ It decides nothing: `actions.allocate_topology` searches the domains; rules scor
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
