@@ -48,6 +48,7 @@ class Oracle:
             answer = ""
         if not answer:
             self._proc.kill()
+            self._stop(self._proc)
             self._proc = self._start()  # the next case gets a fresh process
             raise EngineError("the Volcano oracle died on this case (a fatal error outside a recoverable panic)")
         result = json.loads(answer)
@@ -59,12 +60,22 @@ class Oracle:
         return doc
 
     def close(self) -> None:
+        self._stop(self._proc)
+
+    @staticmethod
+    def _stop(proc: subprocess.Popen[str]) -> None:
         try:
-            if self._proc.stdin:
-                self._proc.stdin.close()
+            if proc.stdin:
+                proc.stdin.close()
         except BrokenPipeError:
             pass
-        self._proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
 
     def __enter__(self) -> Oracle:
         return self
