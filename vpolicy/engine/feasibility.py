@@ -4,7 +4,9 @@ Volcano's allocate is greedy, so "not placed" has two meanings a user must tell 
 `minAvailable` tasks exists on the free resources (an `Unsat` proof, with the rules in its core), or
 one exists and the greedy order missed it. Nodes and tasks are aggregated into classes
 (`compile.encode_gang`), predicates are evaluated exactly per class representative, and the whole
-check runs under a time budget; `Unknown` adds nothing (never read as infeasible).
+check runs under a time budget; `Unknown` adds nothing (never read as infeasible). A gang whose tasks
+have pod affinity, topology spread or host ports is not checked: those relate its tasks to each other
+(and to other pods), which the class encoding does not express.
 """
 from __future__ import annotations
 
@@ -55,6 +57,8 @@ def check_unplaced_gangs(state: SessionState, runtime: Runtime, backend: Z3Backe
         pending = [t for t in job.tasks if t.status is TaskStatus.PENDING and not t.best_effort]
         if not pending or runtime.job_ready(job):
             continue
+        if any(t.relations.queries or t.relations.host_ports for t in pending):
+            continue  # pod affinity, spread and host ports relate the tasks to each other: not encoded
         need = job.min_available - job.ready_count - job.pipelined_count
         if need <= 0:
             continue
@@ -84,7 +88,7 @@ def _task_classes(pending: list[TaskInfo], groups: list[list[NodeInfo]], runtime
     classes: dict[tuple[object, ...], list[TaskInfo]] = {}
     for t in pending:
         key = (t.resreq, t.role, tuple(sorted(t.pod.node_selector.items())), t.pod.tolerations,
-               t.pod.required_affinity)
+               t.pod.required_affinity, t.relations.static_key)
         classes.setdefault(key, []).append(t)
     out = []
     for members in classes.values():

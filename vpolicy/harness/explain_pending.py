@@ -209,7 +209,7 @@ def _task_classes(pending: list[TaskInfo]) -> tuple[list[enc.TaskClass], list[Ta
     groups: dict[tuple[object, ...], list[TaskInfo]] = {}
     for t in pending:
         key = (t.resreq, t.role, tuple(sorted(t.pod.node_selector.items())), t.pod.tolerations,
-               t.pod.required_affinity)
+               t.pod.required_affinity, t.relations.key)  # pod affinity and spread: per kind of terms
         groups.setdefault(key, []).append(t)
     classes = [enc.TaskClass(len(members), members[0].resreq, members[0].role) for members in groups.values()]
     return classes, [members[0] for members in groups.values()]
