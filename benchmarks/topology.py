@@ -16,7 +16,8 @@ Figures per mode, from the decision document (never from engine state):
 - `stranded_gpus`: free GPUs in leaf domains that are partly used after the session (some GPU in use,
   some free): capacity a later leaf-sized gang cannot use;
 - `hard_violations`: the validator's `topology.above-highest-tier` findings (must be 0);
-- `session_ms`: one `run_session` (wall).
+- `session_ms`, `session_cpu_ms`: one `run_session`, wall and this process's CPU time (the machine may
+  be shared).
 The conf is Volcano's CI-style tiers with the network-topology-aware plugin. This module asserts nothing.
 """
 from __future__ import annotations
@@ -206,11 +207,12 @@ def run(size: Size, *, seed: int = 1, modes: Sequence[str] = MODES) -> dict[str,
                            "leaves": sum(1 for h in snapshot.hypernodes if h.tier == 1), "gangs": len(gangs),
                            "pending_gpus": sum(g.gpus for g in gangs)}
     for mode in modes:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         result = run_session(snapshot, compiled, mode=mode)
-        elapsed = (time.perf_counter() - start) * 1000
+        elapsed, used = (time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000
         document = result.decisions.to_document()
-        out[mode] = {"session_ms": round(elapsed, 1), **figures(snapshot, gangs, document, compiled)}
+        out[mode] = {"session_ms": round(elapsed, 1), "session_cpu_ms": round(used, 1),
+                     **figures(snapshot, gangs, document, compiled)}
     if "volcano" in out and "optimize" in out and out["volcano"]["gangs_within_limit"]:
         out["within_limit_optimize_over_volcano"] = round(
             out["optimize"]["gangs_within_limit"] / out["volcano"]["gangs_within_limit"], 3)
@@ -218,7 +220,8 @@ def run(size: Size, *, seed: int = 1, modes: Sequence[str] = MODES) -> dict[str,
 
 
 def table(result: Mapping[str, Any]) -> str:
-    keys = ("gangs_within_limit", "gangs_placed", "gpus_placed", "stranded_gpus", "hard_violations", "session_ms")
+    keys = ("gangs_within_limit", "gangs_placed", "gpus_placed", "stranded_gpus", "hard_violations", "session_ms",
+            "session_cpu_ms")
     modes = [m for m in MODES if m in result]
     lines = [f"topology {result['size']} seed {result['seed']}: {result['nodes']} nodes, {result['leaves']} leaves, "
              f"{result['gangs']} gangs asking {result['pending_gpus']} GPUs",
