@@ -262,8 +262,7 @@ class Scheduler:
         self._write_pods(decided, report, now, nominated=self._nominations(decided, report, snapshot))
         seen_uids = {g.key: g.uid for g in snapshot.podgroups}
         podgroup_events = self._podgroup_events(decided, seen_uids)
-        for key, status in sorted(decided.podgroups.items()):
-            self._write_podgroup(key, status, report, now, session_id, seen_uid=seen_uids.get(key))
+        self._write_podgroups(decided, report, now, session_id, seen_uids)
         for name, entry in sorted(decided.queues.items()):
             self._write_queue(name, entry, report)
         self._send_events(self._unschedulable_events(decided) + podgroup_events, report, now)
@@ -412,17 +411,37 @@ class Scheduler:
         except APIError as exc:
             return exc
 
-    def _write_podgroup(self, key: str, status: model_decisions.PodGroupStatus, report: SessionReport, now: float,
-                        session_id: str, *, seen_uid: str | None) -> None:
+    def _write_podgroups(self, decided: model_decisions.Decisions, report: SessionReport, now: float,
+                         session_id: str, seen_uids: dict[str, str]) -> None:
+        """Every PodGroup status the session changed, in parallel as binds (a first session over a large
+        backlog writes one per gang: one at a time, 1,000 of them took minutes against a real API server,
+        benchmarks.live found), recorded in the order of the keys."""
+        items = sorted(decided.podgroups.items())
+        if not items:
+            return
+        workers = max(1, min(self.settings.apply.bind_workers, len(items)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="podgroup-status") as pool:
+            outcomes = list(pool.map(lambda item: self._podgroup_write(
+                item[0], item[1], now, session_id, seen_uid=seen_uids.get(item[0])), items))
+        for (key, _), outcome in zip(items, outcomes):
+            if isinstance(outcome, str):
+                report.skipped[key] = outcome
+            elif isinstance(outcome, APIError):
+                self._status_failed("podgroups", key, outcome, report)
+            else:
+                self._status_written("podgroups", key, outcome, report.podgroups_written)
+
+    def _podgroup_write(self, key: str, status: model_decisions.PodGroupStatus, now: float, session_id: str, *,
+                        seen_uid: str | None) -> dict[str, Any] | APIError | str | None:
         """The status the session computed for the PodGroup it saw (`seen_uid`), onto that object only: one
-        deleted and created again under its name (a vcjob restart) is left to the next session."""
+        deleted and created again under its name (a vcjob restart) is left to the next session. Returns the
+        written object (None: nothing to write), the API's refusal, or why it was skipped."""
         ns, name = convert.split_key(key)
         current = self.cache.get("podgroups", ns, name)
         if current is None:
-            return
+            return None
         if current["metadata"].get("uid") != seen_uid:
-            report.skipped[key] = "podgroup re-created since the session's snapshot: left to the next session"
-            return
+            return "podgroup re-created since the session's snapshot: left to the next session"
 
         def status_for(obj: dict[str, Any]) -> dict[str, Any] | None:
             held = obj.get("status") or {}
@@ -430,13 +449,11 @@ class Scheduler:
             return desired if convert.status_changed(desired, held) else None
 
         try:
-            written = self.status.podgroup(current, status_for)
+            return self.status.podgroup(current, status_for)
         except retry.NotLeader:
             raise
         except APIError as exc:
-            self._status_failed("podgroups", key, exc, report)
-            return
-        self._status_written("podgroups", key, written, report.podgroups_written)
+            return exc
 
     def _write_queue(self, name: str, entry: dict[str, Any], report: SessionReport) -> None:
         """The Queue status fields the session changed (allocated, podgroup counters; never `state`)."""
