@@ -122,3 +122,22 @@ def test_hypernodes_and_network_topology_survive_writing_and_reading_back(tmp_pa
     again = load_cluster(path)
     assert again.hypernodes == snapshot.hypernodes
     assert [g.network_topology for g in again.podgroups] == [g.network_topology for g in snapshot.podgroups]
+
+
+def test_a_node_member_the_cluster_lacks_is_a_warning_and_the_hypernode_stays(tmp_path: Path) -> None:
+    text = NODES + """\
+---
+apiVersion: topology.volcano.sh/v1alpha1
+kind: HyperNode
+metadata: {name: leaf}
+spec:
+  tier: 1
+  members:
+  - type: Node
+    selector: {exactMatch: {name: n0}}
+  - type: Node
+    selector: {exactMatch: {name: gone}}
+"""
+    snap = _load(tmp_path, text)
+    assert [h.name for h in snap.hypernodes] == ["leaf"]
+    assert any("names member Node 'gone'" in w and "ignored" in w for w in snap.warnings)

@@ -51,7 +51,7 @@ def test_a_node_outside_every_domain_has_no_leaf_and_tiers_name_their_numbers() 
     pytest.param([hn.HyperNode("a", 1, (_hn_member("b"),)), hn.HyperNode("b", 2, (_hn_member("a"),))],
                  "load.hypernode-cycle", id="cycle"),
     pytest.param([hn.HyperNode("a", 2, (_hn_member("ghost"),))], "load.hypernode-unknown-member", id="unknown-hn"),
-    pytest.param([hn.HyperNode("a", 1, (_node_member("ghost"),))], "load.hypernode-unknown-member",
+    pytest.param([hn.HyperNode("a", 1, (_node_member("ghost"),))], "load.hypernode-unknown-member",  # a warning
                  id="unknown-node"),
     pytest.param([hn.HyperNode("a", 1, (_node_member("n0"),)), hn.HyperNode("b", 1, (_node_member("n0"),))],
                  "load.hypernode-member-in-two-domains", id="node-twice-in-a-tier"),

@@ -117,8 +117,9 @@ def read_sub_group_policy(spec: View | None) -> tuple[hn.SubGroupPolicy, ...]:
 
 
 def check_topology(hypernodes: Sequence[hn.HyperNode], nodes: Sequence[snapshot.Node], problems: Problems) -> None:
-    """The tree's problems as errors at each HyperNode's name (cycles, unknown members, a node or a
-    HyperNode in two domains, a member's tier not below its parent's)."""
+    """The tree's problems as errors at each HyperNode's name (cycles, unknown HyperNode members, a node
+    or a HyperNode in two domains, a member's tier not below its parent's); a Node member naming no node
+    of the cluster is a warning (it is ignored, as Volcano ignores it: nodes come and go)."""
     if not hypernodes:
         return
     tree = hn.HyperNodeTree(hypernodes, ((n.name, n.labels) for n in nodes))
@@ -126,4 +127,7 @@ def check_topology(hypernodes: Sequence[hn.HyperNode], nodes: Sequence[snapshot.
     for problem in tree.problems:
         origin = by_name[problem.hypernode].origin
         span = origin if isinstance(origin, Span) else Span("<hypernodes>", 1, 1)
-        problems.error(problem.code, problem.message, span, problem.help)
+        if problem.warning:
+            problems.warn(span, problem.message)
+        else:
+            problems.error(problem.code, problem.message, span, problem.help)

@@ -120,6 +120,7 @@ class TopologyProblem:
     message: str
     hypernode: str
     help: str
+    warning: bool = False  # a node the cluster no longer has: the member is ignored, as Volcano does
 
 
 def labels_match(match_labels: Mapping[str, str], expressions: Sequence[LabelRequirement],
@@ -299,9 +300,9 @@ class HyperNodeTree:
                     matched = [name for name, labels in nodes if sel.matches(name, labels)]
                     if sel.exact is not None and not matched:
                         self._problem("unknown-member", f"HyperNode {hn.name} names member Node {sel.exact!r}, "
-                                      "which is not in the cluster", hn.name,
-                                      "correct the node name, or remove the member (a node may also be NotReady "
-                                      "or not yet created)")
+                                      "which is not in the cluster: the member is ignored", hn.name,
+                                      "correct the node name, or remove the member (the node may also be deleted "
+                                      "or not yet created)", warning=True)
                     self.direct_nodes[hn.name].extend(m for m in matched if m not in self.direct_nodes[hn.name])
 
     def _find_cycles(self) -> None:
@@ -350,8 +351,8 @@ class HyperNodeTree:
                     else:
                         owner[node] = name
 
-    def _problem(self, code: str, message: str, hypernode: str, help: str) -> None:
-        self.problems.append(TopologyProblem(f"load.hypernode-{code}", message, hypernode, help))
+    def _problem(self, code: str, message: str, hypernode: str, help: str, *, warning: bool = False) -> None:
+        self.problems.append(TopologyProblem(f"load.hypernode-{code}", message, hypernode, help, warning))
 
 
 def empty_tree() -> HyperNodeTree:
