@@ -46,9 +46,10 @@ def test_planning_both_gangs_places_what_greedy_strands() -> None:
                                            hn.HyperNode("spine", 2, (hn.Member("HyperNode", hn.MemberSelector(exact="small")),
                                                                      hn.Member("HyperNode", hn.MemberSelector(exact="big"))))))
     policy = workload.policy()
-    placed = {}
+    placed: dict[str, set[str]] = {}
     for mode in workload.MODES:
         document = run_session(snapshot, policy, mode=mode).decisions.to_document()
         assert validate.validate(snapshot, document, policy=policy) == []
-        placed[mode] = {k.split("/")[1].rsplit("-", 1)[0] for k in document["binds"]}
+        binds: dict[str, str] = document["binds"]  # type: ignore[assignment]  # reason: the document's JSON shape
+        placed[mode] = {k.split("/")[1].rsplit("-", 1)[0] for k in binds}
     assert placed == {"volcano": {"first-16"}, "optimize": {"first-16", "then-32"}}
