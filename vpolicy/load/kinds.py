@@ -170,14 +170,21 @@ def _read_pod_spec_once(spec: View | None) -> PodSpec:
     """`read_pod_spec`, once per distinct spec (nodeName aside) in one load of a big dump: the pods of a job
     share their spec, and reading one costs more than all the rest of the pod. Only specs that reported
     nothing are reused (a report names its own object's position); only objects decoded by the fast path
-    are keyed (their keys are all strings, so the JSON text of the spec identifies it)."""
+    are keyed (their keys are all strings, so the JSON text of the spec identifies it). A volume that is no
+    claim counts by its place only: a reader that needs such a volume's name must change this key
+    (tests/load/test_dumpfile.py compares the fast and the exact path on pods whose volume names differ)."""
     if spec is None or isinstance(spec.file, YamlFile):
         return read_pod_spec(spec)
     node_name = spec.node.get("nodeName")
     if node_name is not None and not isinstance(node_name, str):
         return read_pod_spec(spec)
+    keyed = {k: v for k, v in spec.node.items() if k != "nodeName"}
+    volumes = keyed.get("volumes")
+    if isinstance(volumes, list):  # a volume matters only as a claim: the service-account token's own name
+        keyed["volumes"] = [v if not isinstance(v, dict) or "persistentVolumeClaim" in v or "ephemeral" in v
+                            else {} for v in volumes]  # (kube-api-access-x7k2p) differs in every pod
     try:
-        key = ("PodSpec", msgspec.json.encode({k: v for k, v in spec.node.items() if k != "nodeName"}))
+        key = ("PodSpec", msgspec.json.encode(keyed))
     except (TypeError, msgspec.EncodeError):
         return read_pod_spec(spec)
     memo = spec.problems.memo
