@@ -141,3 +141,28 @@ spec:
     snap = _load(tmp_path, text)
     assert [h.name for h in snap.hypernodes] == ["leaf"]
     assert any("names member Node 'gone'" in w and "ignored" in w for w in snap.warnings)
+
+
+def test_a_vcjob_partition_policy_becomes_a_sub_group_policy_and_partition_labels(tmp_path: Path) -> None:
+    job = """\
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: nt, namespace: ns}
+spec:
+  minAvailable: 4
+  tasks:
+  - name: t0
+    replicas: 4
+    partitionPolicy: {totalPartitions: 2, partitionSize: 2, minPartitions: 2,
+                      networkTopology: {mode: hard, highestTierAllowed: 1}}
+    template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}
+"""
+    snap = _load(tmp_path, NODES + job)
+    (policy,) = snap.podgroups[0].sub_group_policy
+    assert (policy.name, policy.sub_group_size, policy.min_sub_groups, policy.match_label_keys) == \
+        ("t0", 2, 2, ("volcano.sh/partition-id",))
+    assert policy.network_topology is not None and policy.network_topology.highest_tier_allowed == 1
+    pods = sorted((*snap.pods, *snap.deferred_pods), key=lambda p: p.name)
+    assert [p.labels["volcano.sh/partition-id"] for p in pods] == ["0", "0", "1", "1"]
+    assert all(policy.selects(p.labels) for p in pods)

@@ -30,7 +30,7 @@ from typing import Iterable, Mapping, Sequence
 from vpolicy.load import kinds, topology
 from vpolicy.load.fields import View
 from vpolicy.model import resources, snapshot
-from vpolicy.model.hypernodes import NetworkTopology
+from vpolicy.model.hypernodes import NetworkTopology, SubGroupPolicy
 from vpolicy.model.resources import Resources
 from vpolicy.source import Span
 
@@ -42,6 +42,7 @@ _UID_NAMESPACE = uuid.UUID("6f1c2b1e-7a0d-4c55-9a53-3f0b1b8f5a10")
 # supports at most 150,000 pods in a whole cluster (its documented scalability limits), so no real dump
 # holds a larger job; a larger number is a typo (`replicas: 1000000000`), and deriving its pods one by
 # one would run for hours.
+PARTITION_ID = "volcano.sh/partition-id"  # the pod label the job controller writes for partitionPolicy
 MAX_JOB_PODS = 100_000
 MAX_PODS_HELP = f"a job has at most {MAX_JOB_PODS} pods; Kubernetes supports 150000 in a whole cluster"
 # Job phases in which the controller kills pods rather than creating them.
@@ -57,6 +58,9 @@ class Task:
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
     origin: Span
+    # spec.tasks[].partitionPolicy, as the job controller turns it into the PodGroup's subGroupPolicy:
+    # pods of the task in groups of partitionSize (label volcano.sh/partition-id = index // size)
+    partition: SubGroupPolicy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,10 +165,22 @@ def _read_tasks(spec: View) -> tuple[Task, ...]:
             spec=kinds.read_pod_spec(template.mapping("spec") if template else None),
             labels=meta.text_map("labels") if meta else {},
             annotations=meta.text_map("annotations") if meta else {},
-            origin=item.value_span("name") if item.has("name") else item.span()))
+            origin=item.value_span("name") if item.has("name") else item.span(),
+            partition=_partition(name, item.mapping("partitionPolicy"))))
     if not tasks and not spec.has("tasks"):
         spec.missing("tasks")
     return tuple(tasks)
+
+
+def _partition(task: str, policy: View | None) -> SubGroupPolicy | None:
+    """A task's partitionPolicy as the subGroupPolicy entry Volcano's job controller writes for it: named
+    after the task, its pods (label volcano.sh/task-spec) grouped by volcano.sh/partition-id."""
+    if policy is None:
+        return None
+    return SubGroupPolicy(name=task, network_topology=topology.read_network_topology(policy),
+                          sub_group_size=policy.integer("partitionSize", default=1, minimum=1),
+                          min_sub_groups=policy.integer("minPartitions", default=0, minimum=0),
+                          match_labels={snapshot.TASK_SPEC_ANNOTATION: task}, match_label_keys=(PARTITION_ID,))
 
 
 def _belongs(pod: snapshot.Pod, job: Job) -> bool:
@@ -196,7 +212,8 @@ def _derive_podgroup(job: Job, name: str, *, pods_present: bool,
         min_member=job.min_available, min_task_member={t.name: t.min_available for t in job.tasks},
         min_resources=_min_resources(job, class_values), priority_class_name=job.priority_class_name,
         phase=phase, creation=job.meta.creation, annotations=job.meta.annotations, labels=job.meta.labels,
-        origin=job.meta.origin, network_topology=job.network_topology)
+        origin=job.meta.origin, network_topology=job.network_topology,
+        sub_group_policy=tuple(t.partition for t in job.tasks if t.partition is not None))
 
 
 def _min_resources(job: Job, class_values: Mapping[str, int]) -> Resources:
@@ -228,6 +245,8 @@ def _derive_pod(job: Job, task: Task, index: int, group: str, class_values: Mapp
     annotations = {**job.meta.annotations, **task.annotations, snapshot.GROUP_NAME_ANNOTATION: group,
                    snapshot.TASK_SPEC_ANNOTATION: task.name, JOB_NAME_KEY: job.meta.name}
     labels = {**task.labels, JOB_NAME_KEY: job.meta.name, snapshot.TASK_SPEC_ANNOTATION: task.name}
+    if task.partition is not None and task.partition.sub_group_size:
+        labels[PARTITION_ID] = str(index // task.partition.sub_group_size)
     class_name = task.spec.priority_class_name or job.priority_class_name
     priority = task.spec.priority if task.spec.priority is not None else class_values.get(class_name, 1)
     spec = task.spec
