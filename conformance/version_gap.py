@@ -30,6 +30,10 @@ _SCHEDULED = ("Running", "Bound", "Failed", "Succeeded", "Releasing")
 
 
 def closed_queues(c: Case) -> set[str]:
+    """The non-Open queues main would refuse: none when the conf has neither proportion nor capacity,
+    the two plugins whose callbacks hold main's queue-state checks."""
+    if not any(f"name: {plugin}" in c.conf for plugin in ("proportion", "capacity")):
+        return set()
     return {o["metadata"]["name"] for o in c.objects
             if o["kind"] == "Queue" and o.get("status", {}).get("state", "Open") != "Open"}
 

@@ -59,7 +59,14 @@ def test_a_closed_queues_pending_pods_can_go_nowhere_but_still_count() -> None:
     b.queue("q0", state="Closed")
     pg = b.podgroup("q0", 1, phase="Inqueue")
     b.pod(pg, 500, 512)
-    case = Case("reclaim", 0, 0, b.objects(), "")
+    case = Case("reclaim", 0, 0, b.objects(), "tiers:\n- plugins:\n  - name: proportion\n")
     assert closed_queues(case) == {"q0"}
     pods = [o for o in main_case(case).objects if o["kind"] == "Pod"]
     assert len(pods) == 1 and pods[0]["spec"]["nodeSelector"]
+
+
+def test_without_proportion_or_capacity_main_does_not_look_at_queue_state() -> None:
+    b = Builder(random.Random(0))
+    b.queue("q0", state="Closed")
+    case = Case("confs", 0, 0, b.objects(), "tiers:\n- plugins:\n  - name: gang\n")
+    assert closed_queues(case) == set()
