@@ -106,3 +106,21 @@ def test_the_label_config_drops_the_hostname_and_reads_tiers_from_the_bottom() -
         "a-name-longer-than-twenty": [{"nodeLabel": "x"}, {"nodeLabel": "h"}],
         "twice": [{"nodeLabel": "x"}, {"nodeLabel": "x"}]}}
     assert hypernode.parse_label_config(config) == {"fabric": ["b", "a"]}
+
+
+def test_a_vcjob_partition_policy_reaches_its_podgroup_and_pods() -> None:
+    from cluster_adapter.controllers.job import build
+
+    task = {"name": "t0", "replicas": 4, "partitionPolicy": {"partitionSize": 2, "minPartitions": 2,
+                                                             "networkTopology": {"mode": "hard", "highestTierAllowed": 1}},
+            "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "nt", "namespace": "ns",
+                                                                               "uid": "u1"},
+           "spec": {"minAvailable": 4, "tasks": [task]}}
+    group = build.podgroup_for(job, {})
+    assert group["spec"]["subGroupPolicy"] == [{
+        "name": "t0", "subGroupSize": 2, "labelSelector": {"matchLabels": {"volcano.sh/task-spec": "t0"}},
+        "matchLabelKeys": ["volcano.sh/partition-id"], "minSubGroups": 2,
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}]
+    labels = [build.pod_for(job, task, i, default_scheduler="volcano")["metadata"]["labels"] for i in range(4)]
+    assert [lab["volcano.sh/partition-id"] for lab in labels] == ["0", "0", "1", "1"]

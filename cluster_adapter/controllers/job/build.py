@@ -15,6 +15,8 @@ from typing import Any
 from cluster_adapter.controllers import names, quantities
 from cluster_adapter.controllers.job.state import Facts
 
+PARTITION_ID = "volcano.sh/partition-id"  # the pod label of a partitionPolicy sub-group
+
 
 def podgroup_name(job: Mapping[str, Any]) -> str:
     meta = job.get("metadata") or {}
@@ -117,12 +119,29 @@ def podgroup_for(job: Mapping[str, Any], class_values: Mapping[str, int]) -> dic
         group_spec["priorityClassName"] = spec["priorityClassName"]
     if spec.get("networkTopology"):
         group_spec["networkTopology"] = copy.deepcopy(spec["networkTopology"])
+    sub_groups = [sub_group_policy(t) for t in tasks(job) if t.get("partitionPolicy")]
+    if sub_groups:
+        group_spec["subGroupPolicy"] = sub_groups
     return {"apiVersion": names.PODGROUP_API_VERSION, "kind": "PodGroup",
             "metadata": {"name": podgroup_name(job), "namespace": meta.get("namespace", ""),
                          "labels": dict(meta.get("labels") or {}), "annotations": dict(meta.get("annotations") or {}),
                          "ownerReferences": [names.owner_reference(dict(job), api_version=names.JOB_API_VERSION,
                                                                    kind=names.JOB_KIND)]},
             "spec": group_spec, "status": {"phase": "Pending"}}
+
+
+def sub_group_policy(task: Mapping[str, Any]) -> dict[str, Any]:
+    """A task's partitionPolicy as the PodGroup's subGroupPolicy entry Volcano's job controller writes:
+    named after the task, selecting its pods by `volcano.sh/task-spec`, grouped by `volcano.sh/partition-id`."""
+    policy = task.get("partitionPolicy") or {}
+    out: dict[str, Any] = {"name": str(task["name"]), "subGroupSize": int(policy.get("partitionSize") or 1),
+                           "labelSelector": {"matchLabels": {names.TASK_SPEC_KEY: str(task["name"])}},
+                           "matchLabelKeys": [PARTITION_ID]}
+    if policy.get("minPartitions"):
+        out["minSubGroups"] = int(policy["minPartitions"])
+    if policy.get("networkTopology"):
+        out["networkTopology"] = copy.deepcopy(policy["networkTopology"])
+    return out
 
 
 def podgroup_spec_changes(group: Mapping[str, Any], job: Mapping[str, Any],
@@ -172,6 +191,9 @@ def pod_for(job: Mapping[str, Any], task: Mapping[str, Any], index: int, *, defa
                    names.QUEUE_NAME_KEY: queue_of(job), names.TASK_INDEX_KEY: str(index)})
     if names.PREEMPTABLE_KEY in (meta.get("labels") or {}):
         labels[names.PREEMPTABLE_KEY] = meta["labels"][names.PREEMPTABLE_KEY]
+    size = int((task.get("partitionPolicy") or {}).get("partitionSize") or 0)
+    if size > 0:
+        labels[PARTITION_ID] = str(index // size)  # which sub-group of the task's partitionPolicy
     pod_spec = template.get("spec") or {}
     if not pod_spec.get("schedulerName"):
         pod_spec["schedulerName"] = spec.get("schedulerName") or default_scheduler
