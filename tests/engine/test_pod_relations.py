@@ -29,8 +29,8 @@ HELM_ALL_ACTIONS = helm_default_conf_text().replace(
     'actions: "enqueue, allocate, backfill"', 'actions: "enqueue, allocate, backfill, preempt, reclaim"')
 
 
-def zoned(name: str, zone: str, **kw: int) -> Node:
-    base = node(name, **kw)
+def zoned(name: str, zone: str, *, cpu: int = 4000) -> Node:
+    base = node(name, cpu=cpu)
     return Node(base.name, base.allocatable, labels={HOST: name, ZONE: zone})
 
 
@@ -166,3 +166,74 @@ def test_the_property_checker_sees_a_broken_anti_affinity() -> None:
     assert _forbids(owner, other, a, b)
     assert not _forbids(other, owner, b, a)
     assert NS == owner.namespace and GIB > 0
+
+
+# --- the batched forms of the counting built-ins answer as the scalar ones -------------------------------
+@st.composite
+def related_clusters(draw: st.DrawFn) -> ClusterSnapshot:
+    """Nodes over zones (some without the zone label, some holding an image); pods with every kind of
+    term, spread constraint, host port and image, some already running."""
+    nodes = []
+    for i in range(draw(st.integers(1, 5))):
+        labels = {HOST: f"n{i}"}
+        if draw(st.integers(0, 4)):
+            labels[ZONE] = f"z{draw(st.integers(0, 2))}"
+        images = (((("img:v1",), 300 * 1024 * 1024),) if draw(st.booleans()) else ())
+        nodes.append(Node(f"n{i}", node(f"n{i}").allocatable, labels=labels, images=images))
+    term = st.builds(lambda app, key, w: affinity.PodAffinityTerm(key, affinity.LabelSelector((("app", app),)),
+                                                                  weight=w),
+                     st.sampled_from(["a", "b"]), st.sampled_from([HOST, ZONE]), st.integers(1, 100))
+    spread = st.builds(lambda app, key, skew, when, md: affinity.SpreadConstraint(
+        skew, key, when, affinity.LabelSelector((("app", app),)), min_domains=md),
+        st.sampled_from(["a", "b"]), st.sampled_from([HOST, ZONE]), st.integers(1, 2),
+        st.sampled_from(["DoNotSchedule", "ScheduleAnyway"]), st.integers(1, 3))
+    relations = st.builds(
+        affinity.PodRelations, required_affinity=st.lists(term, max_size=1).map(tuple),
+        required_anti_affinity=st.lists(term, max_size=1).map(tuple),
+        preferred_affinity=st.lists(term, max_size=1).map(tuple),
+        preferred_anti_affinity=st.lists(term, max_size=1).map(tuple), spread=st.lists(spread, max_size=2).map(tuple),
+        host_ports=st.sampled_from([(), (affinity.HostPort("", "TCP", 80),)]),
+        images=st.sampled_from([(), ("img:v1",), ("other",)]))
+    pods: list[Pod] = []
+    groups = []
+    for g in range(draw(st.integers(1, 3))):
+        groups.append(podgroup(f"g{g}"))
+        for i in range(draw(st.integers(1, 3))):
+            on = draw(st.sampled_from(["", *[n.name for n in nodes]]))
+            status = TaskStatus.RUNNING if on else TaskStatus.PENDING
+            pods.append(labelled(pod(f"g{g}-{i}", f"g{g}", status=status, on=on), draw(st.sampled_from(["a", "b"])),
+                                 draw(relations)))
+    return snapshot(nodes=nodes, pods=pods, podgroups=groups)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snap=related_clusters())
+def test_batched_answers_equal_the_scalar_ones_for_every_relation_rule(snap: ClusterSnapshot) -> None:
+    """predicates.vpol and nodeorder.vpol over tasks with relations: the generated Python, the numpy
+    forms (vcode and the interpreted vectoriser) and the closure tree answer alike on every node."""
+    from pathlib import Path
+
+    from vpolicy.compile import vectorize
+    from vpolicy.compile.functions import FUNCTIONS
+    from vpolicy.compile.lower import compile_module
+    from vpolicy.engine.placement import Placement
+    from vpolicy.engine.runtime import PluginInstance, Runtime
+    from vpolicy.lang.parse import parse_file
+
+    root = Path(__file__).resolve().parents[2] / "policies" / "volcano"
+    modules = [compile_module(parse_file(root / f"{name}.vpol")) for name in ("predicates", "nodeorder")]
+    state = SessionState(snap)
+    rt = Runtime([[PluginInstance(m.name, m, {}) for m in modules]], state)
+    placement = Placement(rt, state)
+    rows = np.arange(len(placement.node_list))
+    for module in modules:
+        for rule in (r for cb in ("predicate", "node_order") for r in module.rules.get(cb, [])):
+            interpreted = vectorize.compile_node_rule(rule.term, rule.params[1], module.functions, FUNCTIONS)
+            for task in state.tasks.values():
+                scalar = [float(rule.call(dict(rt.env), task, n)) for n in placement.node_list]
+                env = dict(rt.env)
+                env[rule.params[0]], env[rule.params[1]] = task, placement._batch(rows)
+                for form, fn in (("vcode", rule.vector), ("vectorize", interpreted)):
+                    assert fn is not None, f"{module.name}.{rule.name} has no batched form"
+                    got = np.broadcast_to(np.asarray(fn(dict(env)), dtype=float), (len(rows),)).tolist()
+                    assert got == scalar, f"{module.name}.{rule.name}: {form} differs for {task.key}"
