@@ -142,7 +142,8 @@ def read_objects(raw: str | Path, problems: Problems, *, wanted: Callable[[str, 
     if fast is None:
         fast = len(data) >= FAST_PATH_BYTES
     if fast:
-        yield from _Dump(name, data, problems, wanted).objects()
+        path = None if name == STDIN_NAME else str(raw)
+        yield from _Dump(name, data, problems, wanted, path).objects()
         return
     yield from _exact_objects(name, data, problems)
 
@@ -200,13 +201,22 @@ class _Fallback(Exception):
 @dataclass(slots=True)
 class _Dump:
     name: str
-    data: bytes
+    _data: bytes | None
     problems: Problems
     wanted: Callable[[str, str], bool]
+    # The input's path when it can be read again: its bytes are then let go once every object is read (an
+    # L dump is a gigabyte), and read again only if a span is asked for later.
+    _path: str | None = None
     _text: str | None = None
     _ascii: bool | None = None
-    _json_items: tuple[int, list[msgspec.Raw]] = (0, [])
+    _json_items: tuple[int, int, list[msgspec.Raw]] = (0, 0, [])  # a JSON List: its bytes, its items
     _json_offsets: list[int] = field(default_factory=list)
+
+    @property
+    def data(self) -> bytes:
+        if self._data is None:
+            _, self._data = read_input(self._path or self.name)
+        return self._data
 
     def objects(self) -> Iterator[View]:
         data = self.data
@@ -220,6 +230,9 @@ class _Dump:
             yield from self._json_document(bom, len(data), index=0)
         else:
             yield from self._yaml(bom)
+        if self._path is not None:
+            self._data = None
+            self._json_items = (*self._json_items[:2], [])
 
     # JSON ---------------------------------------------------------------------------------------------
     def _json_document(self, start: int, end: int, *, index: int, text: bytes | None = None) -> Iterator[View]:
@@ -248,7 +261,7 @@ class _Dump:
         kind = head.get("kind")
         if isinstance(kind, str) and kind.endswith("List") and isinstance(items, list):
             if text is None:
-                self._json_items = (start, items)
+                self._json_items = (start, end, items)
             for position, raw in enumerate(items):
                 # A JSON item's bytes are found only when a span is asked for.
                 region = _Region(start, end, item=position) if text is not None else self._json_item_region(position)
@@ -295,7 +308,10 @@ class _Dump:
 
     def _json_item_region(self, position: int) -> Callable[[], _Region]:
         def find() -> _Region:
-            doc_start, items = self._json_items
+            doc_start, doc_end, items = self._json_items
+            if not items:  # let go with the input's bytes: find them again
+                items = _LIST_HEAD.decode(memoryview(self.data)[doc_start:doc_end]).get("items") or []
+                self._json_items = (doc_start, doc_end, items)
             starts = self._json_offsets  # the items are in order: each is found after the one before
             pos = doc_start if not starts else starts[-1] + len(items[len(starts) - 1])
             while len(starts) <= position:

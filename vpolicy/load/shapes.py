@@ -43,7 +43,8 @@ POD_SPEC: Shape = {
 
 SHAPES: dict[str, Shape] = {
     "Pod": {"metadata": META, "spec": POD_SPEC,
-            "status": {"phase": KEEP, "nominatedNodeName": KEEP, "conditions": KEEP}},
+            "status": {"phase": KEEP, "nominatedNodeName": KEEP,
+                       "conditions": [{"type": KEEP, "status": KEEP, "lastTransitionTime": KEEP}]}},
     "Node": {"metadata": META, "spec": {"taints": KEEP, "unschedulable": KEEP},
              "status": {"allocatable": KEEP, "capacity": KEEP, "conditions": [{"type": KEEP, "status": KEEP}],
                         "images": [{"names": KEEP, "sizeBytes": KEEP}]}},  # image locality
