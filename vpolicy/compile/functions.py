@@ -240,6 +240,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "compare": compare,
     "duration": duration,
     "selects": selects,
+    "index_of": lambda items, value: next((i for i, item in enumerate(items) if item == value), -1),
     "sort_by": lambda items, keys: [item for _, _, item in sorted(zip(keys, range(len(items)), items),
                                                                key=lambda kv: (kv[0], kv[1]))],
     "time_of_day": time_of_day,

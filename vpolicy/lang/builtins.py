@@ -346,9 +346,10 @@ FUNCTIONS: dict[str, Function] = {
                          "timed out by `extender.httpTimeout`, retried `extender.retries` times); the body "
                          "follows what is passed: task and node, task and nodes, task and tasks, a job, a queue, or "
                          "none"),
-    "sort_by": Function(("list[any]", "list[number]"), "list[any]",
-                        "the items in ascending order of their keys (the second list, item by item); ties keep "
-                        "their order"),
+    "sort_by": Function(("list[any]", "list[any]"), "list[any]",
+                        "the items in ascending order of their keys (the second list, item by item: numbers or "
+                        "strings); ties keep their order"),
+    "index_of": Function(("list[any]", "any"), "int", "the position of the first item equal to the value; -1 when none is"),
     "selects": Function(("pdb", "task"), "bool",
                         "the budget's label selector matches the pod (same namespace; a nil or empty selector "
                         "matches nothing)"),

@@ -131,8 +131,9 @@ PARTIAL_PLUGINS: Mapping[str, str] = {
              "Elasticsearch metrics source is queried",
     "tdm": "windows are read in UTC (Volcano: the scheduler's local time), and closed zones are emptied "
            "in every session with shuffle rather than once per tdm.evict.period",
-    "task-topology": "none of its rules run yet: bucketed placement of a job's tasks by affinity and "
-                     "anti-affinity is not implemented",
+    "task-topology": "buckets follow the session's live placements (Volcano keeps a placement its "
+                     "statement later discarded), and a bucket too big for a node gives up its pods in "
+                     "bucket order (Volcano: map order)",
     "numa-aware": "none of its rules run yet: Numatopology objects and the topology manager policies are "
                   "not read",
     "rescheduling": "lowNodeUtilization reads node usage from the nodes' `usage.volcano.sh/*` annotations "
