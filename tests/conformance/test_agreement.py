@@ -24,8 +24,9 @@ SAMPLE = 40
 OPEN: dict[str, int] = {"allocate": 9, "enqueue": 1, "preempt": 2, "reclaim": 4, "capacity": 1, "backfill": 16,
                         "confs": 5}
 # Measured 2026-12-03 14:45 UTC (differ + undecided): allocate 7, enqueue 0, preempt 0, reclaim 2, capacity 0,
-# backfill 14, confs 3 (after main's queue-state checks were tied to proportion and capacity); each family whose sample has Volcano-side ties gets up to 2 more, as such a case
-# can land on `undecided` instead of `agree-tie` when Volcano's random draws miss vpolicy's outcome.
+# backfill 14, confs 3 (after main's queue-state checks were tied to proportion and capacity). Each family
+# whose sample has Volcano-side ties gets up to 2 more, as such a case can land on `undecided` instead of
+# `agree-tie` when Volcano's random draws miss vpolicy's outcome.
 
 
 def _run(family: str, count: int, oracle: Oracle) -> tuple[Counter[str], list[str]]:
