@@ -228,6 +228,7 @@ class QueueInfo:
         self.allocated: Resources = ZERO
         self.inqueue: Resources = ZERO
         self.version = 0  # grows with every change of allocated, for memoised aggregates
+        self.changes = 0  # grows with every status change of a task of one of its jobs (engine.victim_memo)
         self._elastic: tuple[int, Resources] | None = None
 
     @property
@@ -577,6 +578,7 @@ class SessionState:
         job = task.job
         if job is not None:
             job.track(task, -1)
+            job.queue.changes += 1
         task.status = status
         if job is not None:
             job.track(task, 1)
@@ -596,6 +598,7 @@ class SessionState:
             self._remove_from_node(task, old_node)
         if job is not None:
             job.track(task, -1)
+            job.queue.changes += 1
         task.status = status
         if job is not None:
             job.track(task, 1)

@@ -9,6 +9,7 @@ from vpolicy.engine.placement import FitErrors, Placement
 from vpolicy.engine.runtime import Runtime
 from vpolicy.engine.state import JobInfo, NodeInfo, SessionState, TaskInfo
 from vpolicy.engine.statement import Operation, Outcome, Statement
+from vpolicy.engine.victim_memo import VictimMemo, preemptor_free
 from vpolicy.engine.victim_plan import VictimPlan
 from vpolicy.model.snapshot import PodGroupPhase, TaskStatus
 
@@ -50,6 +51,9 @@ class ActionContext:
     # ("queue", name) -> node -> (node version, the queue's tasks there, in the node's order): where
     # preempt looks for victims of its queue, for every preemptor kind of that queue
     queue_tasks: dict[tuple[object, ...], dict[str, tuple[int, list[TaskInfo]]]] = field(default_factory=dict)
+    # victim callback -> its answers kept per node (`engine.victim_memo`); None: its rules read the
+    # preemptor, or what the memo cannot follow
+    victim_memos: dict[str, VictimMemo | None] = field(default_factory=dict)
     # while optimize mode runs an evicting action again: what Volcano's run of it committed
     # (`optimize.never_worse`), the node where it placed each task (uid -> node name), and the joint
     # victim plan the action made from it (`victim_plan`)
@@ -88,6 +92,26 @@ class ActionContext:
         self.node_candidates.clear()
         self.victim_bounds.clear()
         self.queue_tasks.clear()
+        self.victim_memos.clear()
+
+    def victims_on(self, callback: str, preemptor: TaskInfo, node: NodeInfo,
+                   candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Any]:
+        """`Runtime.victims` among the node's candidates; when the rules do not read the preemptor, the
+        answer is kept for the node until it or one of the candidates' queues changes
+        (`engine.victim_memo`), and later preemptors walking past the node reuse it."""
+        if callback not in self.victim_memos:
+            rt = self.runtime
+            functions = {p.module.name: p.module.functions for tier in rt.tiers for p in tier}
+            self.victim_memos[callback] = VictimMemo() if preemptor_free(rt.rules(callback), functions) else None
+        memo = self.victim_memos[callback]
+        if memo is None or not candidates:
+            return self.runtime.victims(callback, preemptor, candidates)
+        arrays = self.placement.arrays
+        found = memo.get(node.name, int(arrays.version[arrays.row[node.name]]), candidates)
+        if found is None:
+            found = self.runtime.victims(callback, preemptor, candidates)
+            memo.keep(node.name, found)
+        return list(found[0]), found[1]
 
     @property
     def optimize(self) -> bool:

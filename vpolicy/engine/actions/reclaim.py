@@ -91,7 +91,7 @@ def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobIn
         candidates = useful_candidates(ctx, node, reclaimee, task, shared, need_one=True)
         if candidates is None:
             continue  # no reclaimee, or even every one would not free enough: the rules cannot change that
-        victims, rule = ctx.runtime.victims("reclaimable", task, candidates)
+        victims, rule = ctx.victims_on("reclaimable", task, node, candidates)
         if not fits_with(victims, task, node):
             continue
         local = ctx.statement()
