@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from conformance import build, divergences, generate, version_gap
 from conformance.compare import differences, node_classes, outcome, shared_podgroups
@@ -191,8 +191,15 @@ def run_family(family: str, count: int, seed: int, oracle: Oracle, *, out: Path 
     return tally, reports, times
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are bad input: one line and exit 1 (argparse's own exit 2 means a difference here)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.run", description=__doc__.split("\n")[0])
+    parser = _Parser(prog="python -m conformance.run", description=__doc__.split("\n")[0])
     parser.add_argument("--family", action="append", choices=[*FAMILIES, "all"], required=True)
     parser.add_argument("--count", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)

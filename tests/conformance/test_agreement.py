@@ -84,3 +84,15 @@ def test_a_listed_divergence_names_its_go_line() -> None:
 
     for entry in divergences.describe():
         assert ".go:" in entry["go_line"] and "v1.10.0" in entry["go_line"], entry
+
+
+def test_run_command_exit_codes(oracle_binary: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m conformance.run`: 0 when every case agrees, 1 on bad arguments (one line, no traceback)."""
+    from conformance.run import main
+
+    assert main(["--family", "capacity", "--count", "3", "--seed", str(SEED), "--no-shrink"]) == 0
+    assert "capacity: 3 cases" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exited:
+        main(["--family", "nope"])
+    assert exited.value.code == 1
+    assert "invalid choice: 'nope'" in capsys.readouterr().err
