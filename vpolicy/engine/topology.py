@@ -41,6 +41,7 @@ class HyperNodeInfo:
         self.parent_name = ""
         self._state = state
         self._used: tuple[int, Resources] = (-1, ZERO)
+        self._counted: tuple[int, int, int] = (-1, 0, 0)  # (state version, id of the task list, count)
 
     @property
     def used(self) -> Resources:
@@ -54,6 +55,17 @@ class HyperNodeInfo:
     @property
     def idle(self) -> Resources:
         return self.allocatable - self.used
+
+    def count_tasks(self, tasks: list[TaskInfo]) -> int:
+        """How many of `tasks` sit on the domain's nodes; kept until the session state changes (node
+        scores ask it of one job's tasks for every candidate node of the domain)."""
+        version, kept_id, count = self._counted
+        if version == self._state.version and kept_id == id(tasks):
+            return count
+        names = self.node_set
+        count = sum(1 for t in tasks if t.node_name in names)
+        self._counted = (self._state.version, id(tasks), count)
+        return count
 
     def __repr__(self) -> str:
         return f"HyperNode({self.name})"
@@ -78,6 +90,7 @@ class SessionTopology:
         self._row = state.arrays.row
         self._n = len(root_nodes)
         self._masks: dict[str, np.ndarray] = {}
+        self._rows: dict[str, np.ndarray] = {}
 
     @property
     def enabled(self) -> bool:
@@ -94,6 +107,13 @@ class SessionTopology:
             for node in self.info(name).nodes:
                 found[self._row[node.name]] = True
             self._masks[name] = found
+        return found
+
+    def rows(self, name: str) -> np.ndarray:
+        """The domain's node rows, ascending (cached as `mask`)."""
+        found = self._rows.get(name)
+        if found is None:
+            found = self._rows[name] = np.flatnonzero(self.mask(name))
         return found
 
     def leaf_of(self, node_name: str) -> str:

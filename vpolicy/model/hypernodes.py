@@ -275,6 +275,8 @@ class HyperNodeTree:
 
     # building ------------------------------------------------------------------------------------------
     def _resolve(self, nodes: list[tuple[str, Mapping[str, str]]]) -> None:
+        names = {name for name, _labels in nodes}
+        seen: dict[str, set[str]] = {}
         for hn in self.hypernodes.values():
             for member in hn.members:
                 sel = member.selector
@@ -297,13 +299,20 @@ class HyperNodeTree:
                     self.parent[child] = hn.name
                     self.children[hn.name].append(child)
                 else:
-                    matched = [name for name, labels in nodes if sel.matches(name, labels)]
+                    if sel.exact is not None:  # by name: a lookup, not a scan of every node
+                        matched = [sel.exact] if sel.exact in names else []
+                    else:
+                        matched = [name for name, labels in nodes if sel.matches(name, labels)]
                     if sel.exact is not None and not matched:
                         self._problem("unknown-member", f"HyperNode {hn.name} names member Node {sel.exact!r}, "
                                       "which is not in the cluster: the member is ignored", hn.name,
                                       "correct the node name, or remove the member (the node may also be deleted "
                                       "or not yet created)", warning=True)
-                    self.direct_nodes[hn.name].extend(m for m in matched if m not in self.direct_nodes[hn.name])
+                    have = seen.setdefault(hn.name, set())
+                    for m in matched:
+                        if m not in have:
+                            have.add(m)
+                            self.direct_nodes[hn.name].append(m)
 
     def _find_cycles(self) -> None:
         reported: set[str] = set()

@@ -86,7 +86,7 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
                 group = [planned, *(n for n in group if n != planned)]
             for name in group:
                 info = topo.info(name)
-                if not _any_fits(ctx, pending, topo.mask(name)):
+                if not _any_fits(ctx, pending, topo.rows(name)):
                     continue  # the dry run would place nothing there
                 job.failed_roles.clear()  # Volcano's ResetFitErr: each domain starts clean
                 worksheet = rt.task_queue(pending)
@@ -221,6 +221,7 @@ def retry_deferred(ctx: ActionContext, plan: domain_plan.Plan | None,
 
 
 def _any_fits(ctx: ActionContext, pending: list[TaskInfo], within: np.ndarray) -> bool:
+    # `within`: the domain's node rows
     """Some pending task's request fits some node of the domain's FutureIdle (else a dry run there
     places nothing: the resource check comes before every predicate)."""
     arrays = ctx.placement.arrays
