@@ -23,6 +23,7 @@ The sources are listed in the controller ConfigMap (`volcano-system/volcano-cont
   value is stable across restarts and readable). Discovered HyperNodes are created, updated when their
   members change, and deleted when no node carries their label value any more; HyperNodes from other
   sources, or written by hand, are never touched.
+- Every HyperNode's `status.nodeCount` is kept: the nodes under it, members of members included.
 - `ufm` and `roce` (InfiniBand UFM and RoCE fabric managers): behind the same `Discoverer` interface
   but NOT IMPLEMENTED: an enabled one logs a warning once per sync and discovers nothing.
 
@@ -44,6 +45,8 @@ from cluster_adapter.controllers.api import CONFIGMAPS, NODES
 from cluster_adapter.controllers.framework import Controller, register
 from cluster_adapter.controllers.options import Options
 from cluster_adapter.kube.client import HYPERNODES, APIConflict
+import vpolicy
+from vpolicy.model.hypernodes import HyperNodeTree
 
 log = logging.getLogger(__name__)
 
@@ -220,6 +223,22 @@ class HyperNodeController(Controller):
                 elif (have.get("spec") or {}) != manifest["spec"] or not _has_labels(have, want.labels):
                     api.patch(HYPERNODES, "", name, {"metadata": {"labels": want.labels}, "spec": manifest["spec"]})
                     log.info("updated HyperNode %s (%d members)", name, len(want.members))
+        self._node_counts()
+
+    def _node_counts(self) -> None:
+        """`status.nodeCount` of every HyperNode: the nodes under it, members of members included (as
+        Volcano's controller keeps it)."""
+        store, api = self.opts.store, self.opts.api
+        nodes, hypernodes = store.list(NODES.name), store.list(HYPERNODES.name)
+        if not hypernodes:
+            return
+        snapshot = vpolicy.snapshot_from_objects([*nodes, *hypernodes], strict=False)
+        tree = HyperNodeTree(snapshot.hypernodes, ((n.name, n.labels) for n in snapshot.nodes))
+        for h in hypernodes:
+            name = h["metadata"]["name"]
+            count = len(tree.real_nodes.get(name, ()))
+            if (h.get("status") or {}).get("nodeCount") != count:
+                api.patch(HYPERNODES, "", name, {"status": {"nodeCount": count}}, subresource="status")
 
 
 def _labels(obj: dict[str, Any]) -> dict[str, str]:

@@ -59,6 +59,7 @@ def test_label_discovery_builds_the_tree_and_follows_node_changes(emu: EmulatorT
     assert tree(emu) == {(1, "l1"): ["n1", "n2"], (1, "l2"): ["n3"], (2, "s1"): sorted([ids["l1"], ids["l2"]])}
     spine = next(h for h in listed(emu, "hypernodes") if h["spec"]["tier"] == 2)
     assert (spine["spec"]["tierName"], spine["metadata"]["labels"][hypernode.SOURCE_LABEL]) == (SPINE, "label")
+    assert spine["status"]["nodeCount"] == 3  # the nodes under its two leaves
 
     delete(emu, "nodes", "n3", ns="")  # l2 loses its last node
     create(emu, racked("n5", "s2", "l3"))  # a new rack under a new spine
