@@ -43,6 +43,9 @@ def test_hypernodes_follow_node_labels_and_hold_a_hard_gang(cluster: Any) -> Non
     try:
         e2e.eventually(lambda: tree(cluster).get((1, "e2e-l1")) == sorted(a)
                        and tree(cluster).get((1, "e2e-l2")) == b, 60, "leaf HyperNodes from the labels")
+        e2e.eventually(lambda: any((h.get("status") or {}).get("nodeCount") == 3 for h in cluster.items(HYPERNODES)
+                                   if (h["metadata"].get("labels") or {}).get(SPINE) == "e2e-s1"),
+                       60, "the spine's status.nodeCount")
         cluster.call("PATCH", f"/api/v1/nodes/{b[0]}", {"metadata": {"labels": {LEAF: "e2e-l1"}}},
                      content_type="application/merge-patch+json")
         e2e.eventually(lambda: tree(cluster).get((1, "e2e-l1")) == sorted([*a, *b])
