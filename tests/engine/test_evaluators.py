@@ -281,8 +281,10 @@ def test_generated_drf_victims_compute_the_share_after_eviction_once_per_candida
 class _CountingNode:
     """A node that counts reads of its resource attributes."""
 
-    def __init__(self, reads: dict[str, int], allocatable: Resources, used: Resources):
+    def __init__(self, reads: dict[str, int], allocatable: Resources, used: Resources,
+                 pipelined: Resources | None = None):
         self.reads, self._allocatable, self._used = reads, allocatable, used
+        self._pipelined = pipelined if pipelined is not None else Resources({})
 
     @property
     def allocatable(self) -> Resources:
@@ -293,6 +295,11 @@ class _CountingNode:
     def used(self) -> Resources:
         self.reads["used"] = self.reads.get("used", 0) + 1
         return self._used
+
+    @property
+    def pipelined(self) -> Resources:
+        self.reads["pipelined"] = self.reads.get("pipelined", 0) + 1
+        return self._pipelined
 
 
 @pytest.mark.parametrize("settings, weight_type", [
@@ -317,7 +324,9 @@ def test_generated_least_requested_reads_node_resources_at_most_once_per_dimensi
         answers.append(module.rules["node_order"][0].call({}, task, node))
         reads.append(counted)
     assert [(a, type(a)) for a in answers] == [(74, weight_type)] * 2
-    assert reads == [{"allocatable": 1, "used": 2}, {"allocatable": 8, "used": 4}]
+    # node.pipelined is read beside node.used since 2448918 (kube's scores count pipelined pods): once per
+    # dimension too
+    assert reads == [{"allocatable": 1, "used": 2, "pipelined": 2}, {"allocatable": 8, "used": 4, "pipelined": 4}]
 
 
 def _outcome(fn: Any) -> object:
