@@ -172,6 +172,9 @@ class SubGroupInfo:
         spec = policy.network_topology
         self.topology_mode = spec.mode if spec is not None else ""
         self.highest_tier_allowed = tree.highest_tier(spec)
+        self.priority = max((t.priority for t in tasks), default=0)
+        first = tasks[0].labels.get(policy.match_label_keys[0], "") if tasks and policy.match_label_keys else ""
+        self.match_index = int(first) if first.isdigit() else 0  # Volcano's MatchIndex
 
     @property
     def ready_count(self) -> int:

@@ -390,6 +390,8 @@ SUBGROUP = {
     "ready_count": Attribute("int", "its tasks Bound, Binding, Running, Allocated or Succeeded"),
     "topology_mode": Attribute("string", "the policy's networkTopology mode: \"hard\", \"soft\" or \"\""),
     "highest_tier_allowed": Attribute("int", "the policy's highest allowed tier (0 without networkTopology)"),
+    "priority": Attribute("int", "the highest priority of its tasks"),
+    "match_index": Attribute("int", "its first matchLabelKeys value as a number (0 when not one)"),
 }
 OBJECT_TYPES["subgroup"] = SUBGROUP
 JOB.update({
@@ -414,6 +416,8 @@ CLUSTER.update({
 CALLBACKS.update({
     "hypernode_order": Callback((("job", "job"), ("hypernode", "hypernode")), "number", "enabledHyperNodeOrder",
                                 "sum", "domain score for placing the job's gang inside it; highest wins"),
+    "sub_job_order": Callback((("l", "subgroup"), ("r", "subgroup")), "int", "enabledSubJobOrder", "first-non-zero",
+                              "negative: l's sub-group is placed before r's; none: by match_index, then name"),
     "sub_job_ready": Callback((("job", "job"), ("subgroup", "subgroup")), "bool", "enabledSubJobReady", "and",
                               "the sub-group's gang is placed: allocate keeps a sub-group's trial only then"),
     "hypernode_gradient": Callback((("job", "job"), ("hypernode", "hypernode")), "bool",

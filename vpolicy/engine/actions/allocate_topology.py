@@ -17,6 +17,7 @@ This module decides nothing about which domains are allowed or how they score: r
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,7 +152,7 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
     stmt = ctx.statement()
     placed: set[str] = set()
     ready_rules = rt.rules("sub_job_ready")
-    for group in job.sub_groups:
+    for group in sub_group_order(ctx, job.sub_groups):
         if rt.job_ready(job):
             break
         mine = [t for t in pending if t in group.tasks and t.uid not in placed]
@@ -199,6 +200,23 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
         return stmt
     stmt.discard()
     return None
+
+
+def sub_group_order(ctx: ActionContext, groups: list[Any]) -> list[Any]:
+    """The job's sub-groups in `sub_job_order` (first rule with a non-zero answer decides), else by
+    match_index, then name (Volcano's SubJobOrderFn and its default)."""
+    rt = ctx.runtime
+    rules = rt.rules("sub_job_order")
+
+    def compare(l: Any, r: Any) -> int:
+        for rule in rules:
+            answer = rt.ask(rule, l, r)
+            if answer:
+                return -1 if answer < 0 else 1
+        first, second = (l.match_index, l.name), (r.match_index, r.name)
+        return -1 if first < second else (1 if first > second else 0)
+
+    return sorted(groups, key=functools.cmp_to_key(compare))
 
 
 def retry_deferred(ctx: ActionContext, plan: domain_plan.Plan | None,
