@@ -52,7 +52,7 @@ def test_a_conf_plugin_left_out_is_logged_when_the_conf_loads(tmp_path: Path,
                                                               caplog: pytest.LogCaptureFixture) -> None:
     """An operator must see in the scheduler's log that a plugin of their conf is not applied."""
     conf = tmp_path / "volcano-scheduler.conf"
-    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: numa-aware\n')
+    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: usage\n')
     with caplog.at_level("WARNING", logger="cluster_adapter.scheduler"):
         PolicySource(policy=None, conf=str(conf)).get()
-    assert any("warning[conf.partial-plugin]: plugin 'numa-aware'" in r.getMessage() for r in caplog.records)
+    assert any("warning[conf.partial-plugin]: plugin 'usage'" in r.getMessage() for r in caplog.records)

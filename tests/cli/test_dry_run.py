@@ -132,8 +132,8 @@ def test_a_conf_plugin_vpolicy_leaves_out_is_reported_with_the_decisions(capsys:
     decisions they see are not Volcano's where it would have acted."""
     cluster, conf = tmp_path / "cluster.yaml", tmp_path / "volcano-scheduler.conf"
     cluster.write_text(NODE)
-    conf.write_text(GOOD_CONF + "  - name: numa-aware\n")
+    conf.write_text(GOOD_CONF + "  - name: usage\n")
     code, out, err = run(capsys, "dry-run", "--cluster", str(cluster), "--conf", str(conf), "--output", "json")
     assert code == 0
     assert json.loads(out)["binds"] == {}
-    assert f"{conf}:6:11: warning[conf.partial-plugin]: plugin 'numa-aware' is only partly implemented" in err
+    assert f"{conf}:6:11: warning[conf.partial-plugin]: plugin 'usage' is only partly implemented" in err

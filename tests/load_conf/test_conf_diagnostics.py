@@ -283,7 +283,7 @@ def test_every_mistake_in_one_file_is_reported_sorted_by_position_with_warnings(
         "  - name: gang\n"                            # 5
         "    enablePreemtable: false\n"               # 6
         '    enableJobOrder: "true"\n'                # 7
-        "  - name: numa-aware\n"                      # 8
+        "  - name: usage\n"                           # 8
         "  - name: proportions\n"                     # 9
         "configurations:\n"                           # 10
         "- name: preemt\n"                            # 11

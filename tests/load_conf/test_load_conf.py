@@ -152,16 +152,16 @@ def test_metrics_are_accepted_and_ignored() -> None:
 
 
 def test_a_plugin_vpolicy_implements_in_part_loads_with_a_warning_saying_what_is_missing() -> None:
-    conf = loader.parse_conf_text("actions: allocate\ntiers:\n- plugins:\n  - name: numa-aware\n  - name: gang\n",
-                                  file="numa.conf")
-    assert tier_names(conf) == [["numa-aware", "gang"]]
+    conf = loader.parse_conf_text("actions: allocate\ntiers:\n- plugins:\n  - name: usage\n  - name: gang\n",
+                                  file="usage.conf")
+    assert tier_names(conf) == [["usage", "gang"]]
     (warning,) = conf.warning_diagnostics
     assert (warning.severity, warning.code) == ("warning", "conf.partial-plugin")
     assert conf.warnings == ((
-        "numa.conf:4:11: warning[conf.partial-plugin]: plugin 'numa-aware' is only partly implemented by "
-        "vpolicy: none of its rules run yet: Numatopology objects and the topology manager policies are not "
-        "read (the plugin loads; decisions may differ from Volcano's where the part named here would act "
-        "(docs/plugins.md))"),)
+        "usage.conf:4:11: warning[conf.partial-plugin]: plugin 'usage' is only partly implemented by "
+        "vpolicy: node usage is read from the nodes' `usage.volcano.sh/*` annotations; no Prometheus or "
+        "Elasticsearch metrics source is queried (the plugin loads; decisions may differ from Volcano's where "
+        "the part named here would act (docs/plugins.md))"),)
 
 
 @pytest.mark.parametrize("name", [

@@ -11,7 +11,7 @@ import datetime
 import math
 from typing import Any, Callable, Iterable, Mapping
 
-from vpolicy.compile import devices, extender, relations, topology
+from vpolicy.compile import devices, extender, numa, relations, topology
 from vpolicy.model import budgets, durations
 from vpolicy.model.resources import Resources, ZERO
 from vpolicy.model.snapshot import Taint
@@ -290,6 +290,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "float": float,
     "str": str,
     **devices.FUNCTIONS,  # deviceshare's card-level primitives
+    **numa.FUNCTIONS,  # numa-aware's CPU pinning
     **relations.FUNCTIONS,  # pods per topology domain: pod affinity, topology spread, host ports
     **topology.FUNCTIONS,  # network-topology domain arithmetic
 }

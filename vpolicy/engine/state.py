@@ -14,10 +14,12 @@ from typing import Any, Iterable
 import numpy as np
 
 from vpolicy.engine.devices import DeviceLedger
+from vpolicy.engine.numa import NumaLedger
 from vpolicy.engine.pod_relations import NO_TASK_RELATIONS, PodIndex, TaskRelations
 from vpolicy.engine.topology import open_topology
 from vpolicy.model import snapshot as snap
 from vpolicy.model.budgets import PodDisruptionBudget, ResourceQuota
+from vpolicy.model.numa import POD_POLICY_ANNOTATION as NUMA_POLICY_ANNOTATION
 from vpolicy.model.resources import ZERO, Resources, names, total
 from vpolicy.model.snapshot import ALLOCATED_STATUSES, READY_STATUSES, TaskStatus
 
@@ -107,6 +109,14 @@ class TaskInfo:
     @property
     def queue(self) -> "QueueInfo | None":
         return self.job.queue if self.job else None
+
+    @property
+    def guaranteed(self) -> bool:
+        return self.pod.guaranteed
+
+    @property
+    def topology_policy(self) -> str:
+        return self.pod.annotations.get(NUMA_POLICY_ANNOTATION, "")
 
     @property
     def status_name(self) -> str:
@@ -291,6 +301,7 @@ class NodeInfo:
         self.pipelined: Resources = ZERO
         self.tasks: list[TaskInfo] = []
         self.gpus: Any = None  # the node's GPU cards in the session (engine.devices.NodeGpus); None: no inventory
+        self.numa: Any = None  # its free CPUs per NUMA node (engine.numa.NodeNuma); None: no Numatopology
         self.hypernode = ""  # its lowest HyperNode (engine.topology binds it)
         self.hypernodes: list[Any] = []  # the HyperNodes holding it, lowest tier first
         self._future: tuple[Resources, Resources, Resources, Resources] | None = None
@@ -498,6 +509,7 @@ class SessionState:
             job.queue.allocated = job.queue.allocated + job.allocated
         self.total = total(n.allocatable for n in self.nodes.values())
         self.devices = DeviceLedger.open(self.nodes)  # GPU card usage, following set_status
+        self.numa = NumaLedger.open(self.nodes, snapshot.numatopologies)  # CPUs pinned, likewise
         self.cluster = ClusterInfo(self)
         self.arrays = NodeArrays(list(self.nodes.values()), names(p.resreq for p in snapshot.pods))
         self.pod_index = PodIndex(self)  # pods per topology domain, for affinity and spread rules
@@ -583,6 +595,7 @@ class SessionState:
         if job is not None:
             job.track(task, 1)
         self.devices.on_status(task)
+        self.numa.on_status(task)
 
     def set_status(self, task: TaskInfo, status: TaskStatus, node_name: str | None = None) -> None:
         """Move a task to `status` (and `node_name`, "" to unplace), keeping every aggregate in step."""
@@ -615,3 +628,4 @@ class SessionState:
             q.allocated = q.allocated + delta
             q.version += 1
         self.devices.on_status(task)
+        self.numa.on_status(task)

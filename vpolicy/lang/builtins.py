@@ -58,6 +58,10 @@ TASK = {
                                           "volcano.sh/revocable-zone \"*\", else volcano.sh/preemptable true; else \"\""),
     "scheduled_at": Attribute("number", "lastTransitionTime of the PodScheduled=True condition, epoch seconds "
                                         "(0 when there is none)"),
+    "guaranteed": Attribute("bool", "QoS class Guaranteed (status.qosClass, else every container's cpu and memory "
+                                    "limits equal its requests)"),
+    "topology_policy": Attribute("string", "annotation volcano.sh/numa-topology-policy (a vcjob task's topologyPolicy); "
+                                           "\"\" when unset"),
     "pod_affinity": Attribute("list[term]", "required pod affinity terms (each counts pods matching all of them)"),
     "pod_anti_affinity": Attribute("list[term]", "required pod anti-affinity terms"),
     "preferred_pod_affinity": Attribute("list[term]", "preferred pod affinity terms (with `weight`)"),
@@ -153,6 +157,8 @@ NODE = {
     "tasks": Attribute("list[task]", "tasks on the node"),
     "gpus": Attribute("any", "the node's GPU cards as the session sees them (from `volcano.sh/node-vgpu-register` "
                              "and the pods on them); none without an inventory; read by the `vgpu_*` functions"),
+    "numa": Attribute("any", "the node's Numatopology and its CPUs still free for pinning as the session sees them; "
+                             "none without a Numatopology; read by the `numa_*` functions"),
 }
 
 CLUSTER = {
@@ -367,6 +373,14 @@ FUNCTIONS: dict[str, Function] = {
                            "binpack 100*usedMem/mem, spread 100 per idle card, otherwise 0"),
     "mig_reconfigurations": Function(("task", "any", "string"), "int",
                                      "(task, node.gpus, policy): MIG cards the placement would re-cut"),
+    # numa-aware's CPU pinning (vpolicy.compile.numa); `numa` is `node.numa`
+    "numa_fits": Function(("task", "any"), "bool",
+                          "(task, node.numa): the node's topology manager policy admits the CPUs each container "
+                          "would get (Volcano's filterNodeByPolicy, hints, policy merge); a placement then takes them"),
+    "numa_unfit_reason": Function(("task", "any"), "string",
+                                  "(task, node.numa): why the node refuses the task, \"\" when it does not"),
+    "numa_nodes_used": Function(("task", "any"), "int",
+                                "(task, node.numa): how many NUMA nodes the CPUs it would get span (0: none pinned)"),
 }
 
 # Network topology (Volcano's HyperNodes): bound by `vpolicy.engine.topology`, functions in

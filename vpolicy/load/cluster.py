@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from vpolicy import phases
 from vpolicy.errors import Diagnostic, PolicyError
-from vpolicy.load import budgets, dumpfile, kinds, topology, vcjob, volumes
+from vpolicy.load import budgets, dumpfile, kinds, numa, topology, vcjob, volumes
 from vpolicy.load.fields import Problems, View
 from vpolicy.model import snapshot
 from vpolicy.source import Span
@@ -45,6 +45,7 @@ _KNOWN: dict[tuple[str, str], str] = {
     ("policy", "PodDisruptionBudget"): "pdbs", ("", "ResourceQuota"): "resource_quotas",
     ("", "PersistentVolume"): "persistent_volumes", ("", "PersistentVolumeClaim"): "persistent_volume_claims",
     ("storage.k8s.io", "StorageClass"): "storage_classes",
+    ("nodeinfo.volcano.sh", "Numatopology"): "numatopologies",
 }
 _KINDS = frozenset(kind for _, kind in _KNOWN)
 _T = TypeVar("_T")
@@ -69,6 +70,7 @@ class _Objects:
     persistent_volumes: list[View] = field(default_factory=list)
     persistent_volume_claims: list[View] = field(default_factory=list)
     storage_classes: list[View] = field(default_factory=list)
+    numatopologies: list[View] = field(default_factory=list)
 
 
 def load_cluster(paths: Sequence[str | Path] | str | Path, *, fast: bool | None = None) -> snapshot.ClusterSnapshot:
@@ -189,6 +191,8 @@ def _build(objects: _Objects, problems: Problems) -> snapshot.ClusterSnapshot:
                     if (c := volumes.read_persistent_volume_claim(o)) is not None])
     classes_ = _unique(problems, seen, "StorageClass", [(s, s.name, _origin(o)) for o in objects.storage_classes
                                                         if (s := volumes.read_storage_class(o)) is not None])
+    numatopologies = _unique(problems, seen, "Numatopology", [(t, t.name, _origin(v)) for v in objects.numatopologies
+                                                              if (t := numa.read_numatopology(v)) is not None])
     conf = _find_conf(objects.configmaps, problems)
     derived = vcjob.derive(jobs, podgroups=groups, pods=pods, class_values=class_values)
     return snapshot.ClusterSnapshot(
@@ -200,7 +204,7 @@ def _build(objects: _Objects, problems: Problems) -> snapshot.ClusterSnapshot:
         conf_text=conf.text if conf else None, conf_origin=conf.origin if conf else None,
         conf_line_offset=conf.line_offset if conf else None, conf_col_offset=conf.col_offset if conf else 0,
         warnings=problems.warnings, deferred_pods=derived.deferred_pods, hypernodes=tuple(hypernodes),
-        pdbs=tuple(pdbs), resource_quotas=tuple(quotas))
+        pdbs=tuple(pdbs), resource_quotas=tuple(quotas), numatopologies=tuple(numatopologies))
 
 
 def _unique(problems: Problems, seen: dict[str, Span], kind: str, read: list[tuple[_T, str, Span]]) -> list[_T]:

@@ -30,7 +30,7 @@ from ruamel.yaml.scalarstring import LiteralScalarString
 from vpolicy.load import affinity as pod_affinity, topology
 from vpolicy.load.fields import View, memoized
 from vpolicy.load.yaml_spans import YamlFile
-from vpolicy.model import resources, snapshot
+from vpolicy.model import quantity, resources, snapshot
 from vpolicy.model.affinity import NO_RELATIONS, PodRelations
 from vpolicy.model.resources import Resources
 from vpolicy.source import Span
@@ -82,6 +82,8 @@ class PodSpec:
     scheduling_gated: bool = False
     vgpu_limits: tuple[Mapping[str, int], ...] = ()
     relations: PodRelations = NO_RELATIONS
+    guaranteed: bool = False  # QoS class computed from the containers (kubelet's ComputePodQOS)
+    container_cpus: tuple[tuple[str, int], ...] = ()  # whole CPUs each container requests (0: none/fraction)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +157,14 @@ def read_pod(obj: View, *, class_values: Mapping[str, int]) -> snapshot.Pod | No
         tolerations=spec.tolerations, creation=meta.creation, preemption_policy=spec.preemption_policy,
         nominated_node=status.text("nominatedNodeName") if status else "",
         scheduling_gated=spec.scheduling_gated, vgpu_limits=spec.vgpu_limits, relations=spec.relations,
-        scheduled_at=_scheduled_at(status), origin=meta.origin)
+        scheduled_at=_scheduled_at(status), guaranteed=_guaranteed(status, spec), container_cpus=spec.container_cpus,
+        origin=meta.origin)
+
+
+def _guaranteed(status: View | None, spec: PodSpec) -> bool:
+    """QoS class Guaranteed: status.qosClass when the kubelet wrote it (GetPodQOS), else the spec's."""
+    written = status.text("qosClass") if status else ""
+    return written == "Guaranteed" if written else spec.guaranteed
 
 
 def _scheduled_at(status: View | None) -> float:
@@ -205,8 +214,12 @@ def read_pod_spec(spec: View | None) -> PodSpec:
     containers = spec.mappings("containers")
     total: dict[str, int] = {}
     vgpu: list[dict[str, int]] = []
+    asked: list[tuple[dict[str, int], dict[str, int]]] = []  # each container's requests and limits (QoS)
+    cpus: list[tuple[str, int]] = []
     for container in containers:
         request, limits = _container_request(container)
+        asked.append((request, _limit_amounts(limits)))
+        cpus.append((container.text("name"), _whole_cpus(request)))
         _add(total, request)
         asks = {key: amount for key in VGPU_KEYS
                 if limits is not None and (amount := limits.plain_quantity(key)) is not None}
@@ -217,7 +230,8 @@ def read_pod_spec(spec: View | None) -> PodSpec:
     init_peak: dict[str, int] = {}
     inits = spec.mappings("initContainers")
     for init in inits:
-        request, _ = _container_request(init)
+        request, init_limits = _container_request(init)
+        asked.append((request, _limit_amounts(init_limits)))
         if init.text("restartPolicy") == "Always":  # a sidecar runs beside the containers
             _add(total, request)
             _add(sidecars, request)
@@ -234,7 +248,47 @@ def read_pod_spec(spec: View | None) -> PodSpec:
         tolerations=tuple(t for t in (_read_toleration(v) for v in spec.mappings("tolerations")) if t),
         preemption_policy=spec.choice("preemptionPolicy", _PREEMPTION_POLICIES, default="PreemptLowerPriority"),
         scheduling_gated=spec.sequence_length("schedulingGates") > 0, vgpu_limits=tuple(vgpu),
-        relations=pod_affinity.read_relations(spec, containers, inits))
+        relations=pod_affinity.read_relations(spec, containers, inits),
+        guaranteed=_qos_guaranteed(asked), container_cpus=tuple(cpus))
+
+
+def _limit_amounts(limits: View | None) -> dict[str, int]:
+    """cpu and memory of a container's limits (read again from the node the request reader checked)."""
+    if limits is None:
+        return {}
+    out: dict[str, int] = {}
+    for name in (resources.CPU, resources.MEMORY):
+        value = limits.node.get(name)
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            try:
+                out[name] = quantity.parse_quantity(limits.file.value_text(limits.node, name), name)
+            except ValueError:
+                pass  # already reported by the request reader
+    return out
+
+
+def _qos_guaranteed(asked: list[tuple[dict[str, int], dict[str, int]]]) -> bool:
+    """kubelet's ComputePodQOS says Guaranteed: every container has cpu and memory limits, and the pod's
+    summed cpu and memory requests (a limit without a request is the request) equal its summed limits."""
+    requests: dict[str, int] = {}
+    limits: dict[str, int] = {}
+    if not asked:
+        return False
+    for request, limit in asked:
+        for name in (resources.CPU, resources.MEMORY):
+            if request.get(name, 0) > 0:
+                requests[name] = requests.get(name, 0) + request[name]
+            if limit.get(name, 0) > 0:
+                limits[name] = limits.get(name, 0) + limit[name]
+        if not (limit.get(resources.CPU, 0) > 0 and limit.get(resources.MEMORY, 0) > 0):
+            return False
+    return requests == limits
+
+
+def _whole_cpus(request: Mapping[str, int]) -> int:
+    """cpumanager's guaranteedCPUs: the cpu request in whole CPUs, 0 when absent or a fraction."""
+    milli = request.get(resources.CPU, 0)
+    return milli // 1000 if milli % 1000 == 0 else 0
 
 
 def task_status(phase: str, *, node_name: str, deleting: bool) -> snapshot.TaskStatus:

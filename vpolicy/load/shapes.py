@@ -43,7 +43,7 @@ POD_SPEC: Shape = {
 
 SHAPES: dict[str, Shape] = {
     "Pod": {"metadata": META, "spec": POD_SPEC,
-            "status": {"phase": KEEP, "nominatedNodeName": KEEP,
+            "status": {"phase": KEEP, "nominatedNodeName": KEEP, "qosClass": KEEP,
                        "conditions": [{"type": KEEP, "status": KEEP, "lastTransitionTime": KEEP}]}},
     "Node": {"metadata": META, "spec": {"taints": KEEP, "unschedulable": KEEP},
              "status": {"allocatable": KEEP, "capacity": KEEP, "conditions": [{"type": KEEP, "status": KEEP}],
@@ -56,6 +56,8 @@ SHAPES: dict[str, Shape] = {
     "PersistentVolume": {"metadata": META, "spec": {"nodeAffinity": KEEP, "storageClassName": KEEP}},
     "PersistentVolumeClaim": {"metadata": META, "spec": {"volumeName": KEEP, "storageClassName": KEEP}},
     "StorageClass": {"metadata": META, "volumeBindingMode": KEEP},
+    "Numatopology": {"metadata": META, "spec": {"policies": KEEP, "resReserved": KEEP, "numares": KEEP,
+                                                "cpuDetail": KEEP}},
 }
 
 

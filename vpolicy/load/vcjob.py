@@ -31,6 +31,7 @@ from vpolicy.load import kinds, topology
 from vpolicy.load.fields import View
 from vpolicy.model import resources, snapshot
 from vpolicy.model.hypernodes import NetworkTopology, SubGroupPolicy
+from vpolicy.model.numa import POD_POLICY_ANNOTATION
 from vpolicy.model.resources import Resources
 from vpolicy.source import Span
 
@@ -164,12 +165,19 @@ def _read_tasks(spec: View) -> tuple[Task, ...]:
             name=name, replicas=replicas, min_available=replicas if minimum is None else minimum,
             spec=kinds.read_pod_spec(template.mapping("spec") if template else None),
             labels=meta.text_map("labels") if meta else {},
-            annotations=meta.text_map("annotations") if meta else {},
+            annotations=_with_topology_policy(meta.text_map("annotations") if meta else {}, item),
             origin=item.value_span("name") if item.has("name") else item.span(),
             partition=_partition(name, item.mapping("partitionPolicy"))))
     if not tasks and not spec.has("tasks"):
         spec.missing("tasks")
     return tuple(tasks)
+
+
+def _with_topology_policy(annotations: Mapping[str, str], task: View) -> Mapping[str, str]:
+    """A task's topologyPolicy becomes its pods' `volcano.sh/numa-topology-policy`, as the job controller
+    writes it (numa-aware reads the annotation)."""
+    policy = task.text("topologyPolicy")
+    return {**annotations, POD_POLICY_ANNOTATION: policy} if policy else annotations
 
 
 def _partition(task: str, policy: View | None) -> SubGroupPolicy | None:
@@ -258,4 +266,4 @@ def _derive_pod(job: Job, task: Task, index: int, group: str, class_values: Mapp
         required_affinity=spec.required_affinity, preferred_affinity=spec.preferred_affinity,
         tolerations=spec.tolerations, creation=job.meta.creation, preemption_policy=spec.preemption_policy,
         scheduling_gated=spec.scheduling_gated, vgpu_limits=spec.vgpu_limits, relations=spec.relations,
-        origin=task.origin)
+        guaranteed=spec.guaranteed, container_cpus=spec.container_cpus, origin=task.origin)

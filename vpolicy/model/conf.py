@@ -134,8 +134,9 @@ PARTIAL_PLUGINS: Mapping[str, str] = {
     "task-topology": "buckets follow the session's live placements (Volcano keeps a placement its "
                      "statement later discarded), and a bucket too big for a node gives up its pods in "
                      "bucket order (Volcano: map order)",
-    "numa-aware": "none of its rules run yet: Numatopology objects and the topology manager policies are "
-                  "not read",
+    "numa-aware": "only CPUs are placed by NUMA node: Volcano's GPU hints (nvidia.com/gpu over spec.gpuDetail) are "
+                  "not generated, and CPUs given to pods bound in an earlier session that the Numatopology does "
+                  "not show yet are not held back",
     "rescheduling": "lowNodeUtilization reads node usage from the nodes' `usage.volcano.sh/*` annotations "
                     "(no metrics source is queried), runs in every session with shuffle rather than once per "
                     "interval, and orders a node's pods by priority then best-effort (not full QoS classes)",

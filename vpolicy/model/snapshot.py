@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from vpolicy.model.budgets import PodDisruptionBudget, ResourceQuota
+from vpolicy.model.numa import NumaTopology
 from vpolicy.model.affinity import NO_RELATIONS, PodRelations
 from vpolicy.model.volumes import PersistentVolume, PersistentVolumeClaim, StorageClass
 from vpolicy.model.hypernodes import HyperNode, NetworkTopology, SubGroupPolicy
@@ -158,6 +159,10 @@ class Pod:
     # lastTransitionTime of the pod's PodScheduled=True condition, epoch seconds (0: none); cdp's
     # cooldown runs from it
     scheduled_at: float = 0.0
+    # QoS class Guaranteed (status.qosClass, else computed as kubelet does), and each container's whole
+    # CPUs requested (0: none or a fraction), by container name, in order: what numa-aware pins
+    guaranteed: bool = False
+    container_cpus: tuple[tuple[str, int], ...] = ()
     origin: Span | str | None = field(default=None, compare=False)
     # Derived once when the pod is made (every session's TaskInfo reads them): `namespace/name`; a
     # best-effort request (nothing asked beyond `pods`); volcano.sh/preemptable from annotations, else
@@ -274,6 +279,7 @@ class ClusterSnapshot:
     hypernodes: tuple[HyperNode, ...] = ()  # topology.volcano.sh HyperNodes (see model.hypernodes)
     pdbs: tuple[PodDisruptionBudget, ...] = ()  # policy/v1 PodDisruptionBudgets (the pdb plugin)
     resource_quotas: tuple[ResourceQuota, ...] = ()  # v1 ResourceQuotas (the resourcequota plugin)
+    numatopologies: tuple[NumaTopology, ...] = ()  # nodeinfo.volcano.sh Numatopologies (numa-aware)
 
     def job_priority(self, pg: PodGroup) -> int:
         """PodGroup priorityClassName's value; else the globalDefault class; else 0 (reference §1)."""

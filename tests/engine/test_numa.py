@@ -1,0 +1,144 @@
+"""numa-aware's CPU placement (vpolicy.compile.numa) against Volcano's own unit tests, and Numatopology
+objects and pod QoS as the loader reads them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from vpolicy.compile import numa
+from vpolicy.errors import PolicyError
+from vpolicy.load.cluster import load_cluster
+from vpolicy.load.objects import snapshot_from_objects
+from vpolicy.model.numa import CpuInfo, NumaTopology, format_cpuset, parse_cpuset
+
+# cpu_mng_test.go's numaInfo: CPUs 0-3 on NUMA node 0 / socket 0, 4-7 on NUMA 1 / socket 1, two per core
+CPUS = {i: CpuInfo(numa=i // 4, socket=i // 4, core=i // 2) for i in range(8)}
+LAYOUT = numa.Layout(NumaTopology(name="n", cpus=CPUS))
+
+
+@pytest.mark.parametrize(("request_", "free", "expected"), [
+    pytest.param(4, "0-7", [({0}, True), ({1}, True), ({0, 1}, False)], id="test-1"),
+    pytest.param(4, "1-7", [({1}, True), ({0, 1}, False)], id="test-2"),
+    pytest.param(5, "0-7", [({0, 1}, True)], id="test-3"),
+    pytest.param(8, "0-7", [({0, 1}, True)], id="test-4"),
+    pytest.param(9, "0-7", [], id="test-5"),
+    pytest.param(4, "2-5", [({0, 1}, False)], id="test-6"),
+])
+def test_cpu_hints_are_volcanos(request_: int, free: str, expected: list[tuple[set[int], bool]]) -> None:
+    """cpu_mng_test.go Test_GetTopologyHints."""
+    hints = numa.cpu_hints(LAYOUT, parse_cpuset(free), request_)
+    assert [(set(mask or ()), preferred) for mask, preferred in hints] == expected
+
+
+@pytest.mark.parametrize(("request_", "free", "hint", "expected"), [
+    pytest.param(4, "0-7", {0}, "0-3", id="test-1"),
+    pytest.param(4, "1-7", {1}, "4-7", id="test-2"),
+    pytest.param(5, "0-7", {0, 1}, "0-4", id="test-3"),
+    pytest.param(5, "1-7", {0, 1}, "1,4-7", id="test-4"),
+    pytest.param(8, "1-7", {0, 1}, "", id="test-5"),
+])
+def test_cpus_taken_are_volcanos(request_: int, free: str, hint: set[int], expected: str) -> None:
+    """cpu_mng_test.go Test_Allocate: a whole free socket first, then single CPUs on fuller cores."""
+    got = numa.allocate_cpus(LAYOUT, parse_cpuset(free), request_, frozenset(hint))
+    assert format_cpuset(set(got)) == expected
+
+
+@pytest.mark.parametrize(("policy", "hints", "best", "admitted"), [
+    # one preferred single-node hint wins over a preferred wider one and over non-preferred ones
+    ("single-numa-node", [({0}, True), ({1}, True), ({0, 1}, False)], {0}, True),
+    ("restricted", [({1}, True), ({0, 1}, False)], {1}, True),
+    # only a non-preferred hint: single-numa-node and restricted refuse, best-effort admits it
+    ("single-numa-node", [({0, 1}, False)], {0, 1}, False),
+    ("restricted", [({0, 1}, False)], {0, 1}, False),
+    ("best-effort", [({0, 1}, False)], {0, 1}, True),
+    # no possible hint: the any-node hint, not preferred
+    ("restricted", [], {0, 1}, False),
+    ("best-effort", [], {0, 1}, True),
+    # single-numa-node drops the preferred two-node hint (no NUMA node has 5 CPUs)
+    ("single-numa-node", [({0, 1}, True)], {0, 1}, False),
+    ("restricted", [({0, 1}, True)], {0, 1}, True),
+])
+def test_policies_merge_hints_as_volcanos(policy: str, hints: list[tuple[set[int], bool]], best: set[int],
+                                           admitted: bool) -> None:
+    """policy_*_test.go: the best hint and the admission of each topology manager policy."""
+    (mask, _), admit = numa.merge_hints(policy, (0, 1), [(frozenset(m), p) for m, p in hints])
+    assert (set(mask or ()), admit) == (best, admitted)
+
+
+def test_policy_none_and_a_container_without_preference_admit_without_a_hint() -> None:
+    assert numa.merge_hints("none", (0, 1), [(frozenset({0, 1}), False)]) == ((None, True), True)
+    (mask, preferred), admit = numa.merge_hints("single-numa-node", (0, 1), None)
+    assert (set(mask or ()), preferred, admit) == ({0, 1}, True, True)
+
+
+def test_reserved_cpus_are_taken_by_topology_and_rounded_up() -> None:
+    layout = numa.Layout(NumaTopology(name="n", cpus=CPUS, reserved_cpu=1500))
+    assert layout.reserved == frozenset({0, 1})  # 2 CPUs: one whole core, the first
+
+
+@given(st.sets(st.integers(0, 7)), st.integers(0, 9))
+def test_take_by_topology_takes_exactly_what_is_asked_from_what_is_free(free: set[int], count: int) -> None:
+    got = numa.take_by_topology(LAYOUT, frozenset(free), count)
+    if count > len(free):
+        assert got is None
+    else:
+        assert got is not None and len(got) == max(count, 0) and got <= free
+
+
+def test_cpuset_texts_round_trip_and_bad_ones_say_why() -> None:
+    assert parse_cpuset("0-3,7, 9-10") == frozenset({0, 1, 2, 3, 7, 9, 10})
+    assert format_cpuset({0, 1, 2, 3, 7, 9, 10}) == "0-3,7,9-10"
+    assert parse_cpuset("") == frozenset()
+    with pytest.raises(ValueError, match="backwards"):
+        parse_cpuset("5-2")
+    with pytest.raises(ValueError, match="not a CPU id"):
+        parse_cpuset("a")
+
+
+TOPO = {"apiVersion": "nodeinfo.volcano.sh/v1alpha1", "kind": "Numatopology", "metadata": {"name": "n1"},
+        "spec": {"policies": {"CPUManagerPolicy": "static", "TopologyManagerPolicy": "single-numa-node"},
+                 "resReserved": {"cpu": "1", "memory": "1Gi"},
+                 "numares": {"cpu": {"allocatable": "1-3", "capacity": 4}},
+                 "cpuDetail": {str(i): {"numa": i // 2, "socket": 0, "core": i} for i in range(4)}}}
+
+
+def test_live_numatopologies_reach_the_snapshot() -> None:
+    (topo,) = snapshot_from_objects([TOPO]).numatopologies
+    assert (topo.name, topo.cpu_manager_policy, topo.topology_manager_policy) == ("n1", "static", "single-numa-node")
+    assert (topo.reserved_cpu, topo.allocatable["cpu"], topo.numa_nodes) == (1000, frozenset({1, 2, 3}), (0, 1))
+
+
+def test_a_bad_cpuset_in_a_dump_is_a_located_error(tmp_path: Path) -> None:
+    dump = tmp_path / "numa.yaml"
+    dump.write_text("apiVersion: nodeinfo.volcano.sh/v1alpha1\nkind: Numatopology\nmetadata: {name: n1}\n"
+                    "spec:\n  numares:\n    cpu: {allocatable: '0-x'}\n")
+    with pytest.raises(PolicyError) as caught:
+        load_cluster([dump])
+    (diag,) = caught.value.diagnostics
+    assert diag.span is not None and (diag.span.file, diag.span.line) == (str(dump), 6)
+    assert "not a cpuset" in diag.message
+
+
+def _pod(name: str, resources: dict[str, dict[str, str]], qos: str = "") -> dict[str, object]:
+    status: dict[str, str] = {"phase": "Pending"}
+    if qos:
+        status["qosClass"] = qos
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"containers": [{"name": "c", "resources": resources}]}, "status": status}
+
+
+def test_pod_qos_and_whole_cpus_are_read_as_the_kubelet_computes_them() -> None:
+    snap = snapshot_from_objects([
+        _pod("limits-only", {"limits": {"cpu": "2", "memory": "1Gi"}}),
+        _pod("equal", {"requests": {"cpu": "1500m", "memory": "1Gi"}, "limits": {"cpu": "1500m", "memory": "1Gi"}}),
+        _pod("no-memory-limit", {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}),
+        _pod("request-below", {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi"}}),
+        _pod("written", {"requests": {"cpu": "1"}}, qos="Guaranteed"),
+    ])
+    pods = {p.name: p for p in snap.pods}
+    assert {n: p.guaranteed for n, p in pods.items()} == {
+        "limits-only": True, "equal": True, "no-memory-limit": False, "request-below": False, "written": True}
+    assert pods["limits-only"].container_cpus == (("c", 2),)
+    assert pods["equal"].container_cpus == (("c", 0),)  # a fraction is not pinned

@@ -1,0 +1,310 @@
+"""The numa-aware plugin's CPU placement: which CPUs of a node a Guaranteed pod would get, and whether
+the node's topology manager policy admits that (Volcano's pkg/scheduler/plugins/numaaware).
+
+For each container with a whole-CPU request, in order, on the CPUs still free on the node less those the
+kubelet reserves:
+1. hints (cpumanager.GetTopologyHints): every set of NUMA nodes, smallest first, whose free CPUs cover
+   the request; preferred are those of the fewest NUMA nodes whose CPUs (free or not) could;
+2. the node's policy merges them (policy.mergeFilteredHints): a preferred hint before a non-preferred one,
+   then the narrowest (fewest nodes, then lowest ids); `single-numa-node` keeps only preferred one-node
+   hints; `restricted` and `single-numa-node` admit only a preferred result, `best-effort` admits any,
+   `none` (or an unknown policy) admits without a hint;
+3. CPUs are taken (cpumanager.Allocate, kubelet's takeByTopology): first inside the hint's NUMA nodes,
+   then anywhere; whole free sockets, then whole free cores, then single CPUs.
+A container with no whole-CPU request has no preference and takes nothing.
+
+Which pods and nodes the rules apply to (filterNodeByPolicy) is in `answer`. The node's CPUs as the
+session sees them (the free set shrinks as placements take CPUs) come from `NumaSource`, which
+`vpolicy.engine.numa` implements; this module keeps no state across calls but the source's memo.
+
+One difference from Volcano, on purpose: Volcano's freeCPUs sorts cores with a comparison that is not a
+strict order (`a > b || c < d || ...`), so its order depends on Go's sort internals; here cores are sorted
+by the key its comment describes (CPUs already taken on the core's socket, more first; then free CPUs on
+the socket, fewer first; free CPUs on the core, fewer first; socket id; core id). Volcano's unit tests
+(cpu_mng_test.go) give the same CPUs either way.
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from vpolicy.model.numa import POD_POLICY_ANNOTATION, NumaTopology
+
+STATIC = "static"
+NO_POLICY = ("", "none")
+
+
+class NumaSource(Protocol):
+    """A node's CPUs as the session sees them now (`vpolicy.engine.numa.NodeNuma`)."""
+
+    name: str
+    topology: NumaTopology
+    free_cpu: frozenset[int]
+    memo: dict[str, "Fit | Unfit"]
+
+    def note(self, uid: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """The node admits the task; `cpus` are the CPUs it would get (empty: none pinned)."""
+
+    cpus: frozenset[int] = frozenset()
+    numa_nodes: int = 0  # how many NUMA nodes those CPUs span
+
+
+@dataclass(frozen=True, slots=True)
+class Unfit:
+    reason: str
+
+
+NOT_APPLICABLE = Fit()
+
+
+class Layout:
+    """A topology's CPUs grouped as kubelet's CPUDetails groups them (a core is its CoreID, as there)."""
+
+    def __init__(self, topology: NumaTopology):
+        cpus = topology.cpus
+        self.all = frozenset(cpus)
+        self.numa_nodes = topology.numa_nodes
+        self.by_numa = _group(cpus, lambda c: c.numa)
+        self.by_socket = _group(cpus, lambda c: c.socket)
+        self.by_core = _group(cpus, lambda c: c.core)
+        self.socket_of = {cpu: info.socket for cpu, info in cpus.items()}
+        self.core_of = {cpu: info.core for cpu, info in cpus.items()}
+        self.numa_of = {cpu: info.numa for cpu, info in cpus.items()}
+        sockets = len(self.by_socket)
+        cores = len({(info.socket, info.core) for info in cpus.values()})  # getPhysicalCoresNum
+        self.cpus_per_socket = len(self.all) // sockets if sockets else 0
+        self.cpus_per_core = len(self.all) // cores if cores else 0
+        reserve = -(-topology.reserved_cpu // 1000)  # whole CPUs, rounded up
+        self.reserved = (take_by_topology(self, self.all, reserve) or frozenset()) if reserve > 0 else frozenset()
+
+    def cpus_in(self, numa_nodes: Sequence[int]) -> frozenset[int]:
+        return frozenset().union(*(self.by_numa.get(n, frozenset()) for n in numa_nodes))
+
+
+def _group(cpus: Any, key: Callable[[Any], int]) -> dict[int, frozenset[int]]:
+    out: dict[int, set[int]] = {}
+    for cpu, info in cpus.items():
+        out.setdefault(key(info), set()).add(cpu)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+_LAYOUTS: dict[int, tuple[NumaTopology, Layout]] = {}
+
+
+def layout_of(topology: NumaTopology) -> Layout:
+    """The topology's layout, built once per Numatopology object."""
+    kept = _LAYOUTS.get(id(topology))
+    if kept is None or kept[0] is not topology:
+        if len(_LAYOUTS) > 4096:
+            _LAYOUTS.clear()
+        kept = _LAYOUTS[id(topology)] = (topology, Layout(topology))
+    return kept[1]
+
+
+# kubelet's takeByTopology ------------------------------------------------------------------------------
+def take_by_topology(layout: Layout, available: frozenset[int], count: int) -> frozenset[int] | None:
+    """`count` CPUs of `available`, whole sockets first, then whole cores, then single CPUs; None when
+    there are not enough."""
+    if count < 1:
+        return frozenset()
+    if count > len(available):
+        return None
+    free = set(available)
+    taken: set[int] = set()
+
+    def take(cpus: frozenset[int] | set[int]) -> None:
+        taken.update(cpus)
+        free.difference_update(cpus)
+
+    def needed() -> int:
+        return count - len(taken)
+
+    per_socket, per_core = layout.cpus_per_socket, layout.cpus_per_core
+    if per_socket and needed() >= per_socket:
+        for socket in sorted(layout.by_socket):
+            if needed() < per_socket:
+                break
+            cpus = layout.by_socket[socket]
+            if len(cpus & free) == per_socket:
+                take(cpus & free)
+        if needed() < 1:
+            return frozenset(taken)
+    if per_core and needed() >= per_core:
+        for core in _free_cores(layout, free):
+            if needed() < per_core:
+                break
+            take(layout.by_core[core] & free)
+        if needed() < 1:
+            return frozenset(taken)
+    for cpu in _free_cpus(layout, free, taken):
+        if needed() < 1:
+            break
+        take({cpu})
+    return frozenset(taken) if needed() < 1 else None
+
+
+def _free_cores(layout: Layout, free: set[int]) -> list[int]:
+    """Cores whose CPUs are all free: sockets with fewer whole free cores first, then socket, core id."""
+    def whole(socket: int) -> list[int]:
+        cores = {layout.core_of[c] for c in layout.by_socket[socket] & free}
+        return sorted(c for c in cores if len(layout.by_core[c] & free) == layout.cpus_per_core)
+    sockets = sorted({layout.socket_of[c] for c in free}, key=lambda s: (len(whole(s)), s))
+    return [core for s in sockets for core in whole(s)]
+
+
+def _free_cpus(layout: Layout, free: set[int], taken: set[int]) -> list[int]:
+    cores = {layout.core_of[c] for c in free}
+
+    def key(core: int) -> tuple[int, int, int, int, int]:
+        socket = layout.socket_of[min(layout.by_core[core])]
+        on_socket = layout.by_socket[socket]
+        return (-len(on_socket & taken), len(on_socket & free), len(layout.by_core[core] & free), socket, core)
+    return [cpu for core in sorted(cores, key=key) for cpu in sorted(layout.by_core[core] & free)]
+
+
+# the topology manager ----------------------------------------------------------------------------------
+Hint = tuple[frozenset[int] | None, bool]  # (NUMA nodes, or None: any; preferred)
+
+
+def cpu_hints(layout: Layout, available: frozenset[int], request: int) -> list[Hint]:
+    """cpumanager's GetTopologyHints for one container: every NUMA-node set (by size, then ids) whose
+    available CPUs cover the request, preferred when of the fewest nodes whose CPUs could."""
+    nodes = layout.numa_nodes
+    smallest = len(nodes)
+    found: list[frozenset[int]] = []
+    for size in range(1, len(nodes) + 1):
+        for combo in itertools.combinations(nodes, size):
+            in_mask = layout.cpus_in(combo)
+            if len(in_mask) >= request and size < smallest:
+                smallest = size
+            if len(available & in_mask) >= request:
+                found.append(frozenset(combo))
+    return [(mask, len(mask) == smallest) for mask in found]
+
+
+def merge_hints(policy: str, numa_nodes: Sequence[int], hints: list[Hint] | None) -> tuple[Hint, bool]:
+    """The node policy's best hint and whether it admits the container (policy.Predicate); `hints` None:
+    the container has no preference."""
+    if policy not in ("best-effort", "restricted", "single-numa-node"):
+        return (None, True), True  # policyNone
+    candidates: list[Hint] = [(None, True)] if hints is None else [(None, False)] if not hints else hints
+    if policy == "single-numa-node":
+        candidates = [h for h in candidates if h[1] and (h[0] is None or len(h[0]) == 1)]
+    everything = frozenset(numa_nodes)
+    best: Hint = (everything, False)
+    for mask, preferred in candidates:
+        merged = (everything if mask is None else mask) & everything
+        if not merged:
+            continue
+        if preferred and not best[1]:
+            best = (merged, preferred)
+            continue
+        if not preferred and best[1]:
+            continue
+        if _narrower(merged, best[0] or everything):
+            best = (merged, preferred)
+    return best, (True if policy == "best-effort" else best[1])
+
+
+def _narrower(a: frozenset[int], b: frozenset[int]) -> bool:
+    """bitmask.IsNarrowerThan: fewer NUMA nodes, or as many with a lower mask value."""
+    if len(a) != len(b):
+        return len(a) < len(b)
+    return sum(1 << n for n in a) < sum(1 << n for n in b)
+
+
+def allocate_cpus(layout: Layout, available: frozenset[int], request: int, hint: frozenset[int] | None
+                  ) -> frozenset[int]:
+    """cpumanager.Allocate: CPUs inside the hint first, the rest anywhere; empty when they do not fit."""
+    result: frozenset[int] = frozenset()
+    if hint is not None:
+        aligned = available & layout.cpus_in(sorted(hint))
+        got = take_by_topology(layout, aligned, min(request, len(aligned)))
+        if got is None:
+            return frozenset()
+        result = got
+    rest = take_by_topology(layout, available - result, request - len(result))
+    return frozenset() if rest is None else result | rest
+
+
+# what the rules ask ------------------------------------------------------------------------------------
+def task_policy(task: Any) -> str:
+    """The pod's `volcano.sh/numa-topology-policy` ("" when unset)."""
+    return str(task.pod.annotations.get(POD_POLICY_ANNOTATION, ""))
+
+
+def answer(task: Any, source: NumaSource | None) -> Fit | Unfit:
+    """The numa-aware predicate for a Guaranteed task on the node, as the session sees it now (memoised
+    until the node's free CPUs change). Volcano's filterNodeByPolicy first: a task with a topology policy
+    needs a node whose Numatopology has the static CPU manager, the same topology policy and free CPUs;
+    a task without one is only checked on such nodes with a policy other than none."""
+    policy = task_policy(task)
+    if policy not in NO_POLICY:
+        if source is None:
+            return Unfit("numa info is empty")
+        topo = source.topology
+        if topo.cpu_manager_policy != STATIC:
+            return Unfit("cpu manager policy isn't static")
+        if policy != topo.topology_manager_policy:
+            return Unfit(f"task topology policy[{policy}] is different with node[{topo.topology_manager_policy}]")
+        if not source.free_cpu:
+            return Unfit("cpu allocatable map is empty")
+    elif (source is None or source.topology.cpu_manager_policy != STATIC
+          or source.topology.topology_manager_policy in NO_POLICY):
+        return NOT_APPLICABLE
+    found = source.memo.get(task.uid)
+    if found is None:
+        found = source.memo[task.uid] = _place(task, source)
+    return found
+
+
+def _place(task: Any, source: NumaSource) -> Fit | Unfit:
+    topo = source.topology
+    layout = layout_of(topo)
+    has_cpu = "cpu" in topo.allocatable
+    free = source.free_cpu
+    taken: frozenset[int] = frozenset()
+    for name, request in task.pod.container_cpus:
+        available = free - layout.reserved
+        hints = cpu_hints(layout, available, request) if request > 0 and has_cpu else None
+        (mask, _), admitted = merge_hints(topo.topology_manager_policy, layout.numa_nodes, hints)
+        if not admitted:
+            return Unfit(f"plugin numa-aware predicates failed for task {task.name} container {name} "
+                         f"on node {source.name}")
+        got = allocate_cpus(layout, available, request, mask)
+        taken |= got
+        free = free - got
+    return Fit(taken, len({layout.numa_of[c] for c in taken if c in layout.numa_of}))
+
+
+# DSL built-ins (catalogue: vpolicy.lang.builtins.FUNCTIONS). They take `node.numa` (a NumaSource, or none
+# for a node without a Numatopology), which changes with every placement on the node, so the engine never
+# caches a rule reading it as if it depended on fixed fields only.
+def numa_fits(task: Any, source: NumaSource | None) -> bool:
+    found = answer(task, source)
+    if source is not None and found is not NOT_APPLICABLE:
+        source.note(task.uid)  # a placement on this node takes the CPUs this answer chose
+    return isinstance(found, Fit)
+
+
+def numa_unfit_reason(task: Any, source: NumaSource | None) -> str:
+    found = answer(task, source)
+    return found.reason if isinstance(found, Unfit) else ""
+
+
+def numa_nodes_used(task: Any, source: NumaSource | None) -> int:
+    found = answer(task, source)
+    return found.numa_nodes if isinstance(found, Fit) else 0
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "numa_fits": numa_fits,
+    "numa_unfit_reason": numa_unfit_reason,
+    "numa_nodes_used": numa_nodes_used,
+}
