@@ -178,8 +178,11 @@ HYPERNODES = Resource("hypernodes", "topology.volcano.sh/v1alpha1", "HyperNode",
 PDBS = Resource("poddisruptionbudgets", "policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", True,
                 optional=True)
 RESOURCE_QUOTAS = Resource("resourcequotas", "v1", "ResourceQuota", "resourcequotas", True, optional=True)
+# what numa-aware reads (written per node by Volcano's resource-exporter); optional like the above
+NUMATOPOLOGIES = Resource("numatopologies", "nodeinfo.volcano.sh/v1alpha1", "Numatopology", "numatopologies", False,
+                          optional=True)
 SCHEDULER_RESOURCES = (NODES, PODS, NAMESPACES, PRIORITY_CLASSES, QUEUES, PODGROUPS, VCJOBS, HYPERNODES, PDBS,
-                       RESOURCE_QUOTAS)
+                       RESOURCE_QUOTAS, NUMATOPOLOGIES)
 EVENTS = Resource("events", "v1", "Event", "events", True)
 LEASES = Resource("leases", "coordination.k8s.io/v1", "Lease", "leases", True)
 
