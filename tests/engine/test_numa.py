@@ -142,3 +142,16 @@ def test_pod_qos_and_whole_cpus_are_read_as_the_kubelet_computes_them() -> None:
         "limits-only": True, "equal": True, "no-memory-limit": False, "request-below": False, "written": True}
     assert pods["limits-only"].container_cpus == (("c", 2),)
     assert pods["equal"].container_cpus == (("c", 0),)  # a fraction is not pinned
+
+
+def test_a_vcjob_tasks_topology_policy_becomes_its_pods_annotation() -> None:
+    """The job controller writes a task's topologyPolicy as volcano.sh/numa-topology-policy on its pods."""
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j", "namespace": "ns"},
+           "spec": {"minAvailable": 1, "tasks": [
+               {"name": "w", "replicas": 1, "topologyPolicy": "single-numa-node",
+                "template": {"spec": {"containers": [{"name": "c", "resources": {
+                    "limits": {"cpu": "2", "memory": "1Gi"}}}]}}}]}}
+    snap = snapshot_from_objects([job])
+    (pod,) = [*snap.pods, *snap.deferred_pods]
+    assert pod.annotations["volcano.sh/numa-topology-policy"] == "single-numa-node"
+    assert (pod.guaranteed, pod.container_cpus) == (True, (("c", 2),))
