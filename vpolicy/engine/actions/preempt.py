@@ -19,7 +19,7 @@ from vpolicy.engine.heap import PriorityQueue, Queue
 from vpolicy.engine.placement import SPEC_READS, fits, task_key
 from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
-from vpolicy.engine.victim_plan import Option, VictimPlan, plan_victims
+from vpolicy.engine.victim_plan import MAX_PAIRS, MIN_OPTIONS, Option, VictimPlan, cheapest_options, plan_victims
 from vpolicy.model.resources import Resources
 from vpolicy.model.snapshot import TaskStatus
 
@@ -153,6 +153,14 @@ def _victim_plan(ctx: ActionContext, hosts: dict[str, np.ndarray], nowhere: np.n
     planned = [p for p in placed if options(p)]
     if not planned:
         return None
+    if sum(len(options(p)) for p in planned) > MAX_PAIRS:  # L: the program alone would take seconds
+        limit = max(MIN_OPTIONS, MAX_PAIRS // len(planned))
+        pruned = {p.uid: cheapest_options(options(p), limit, need=optimize.gpus(p.resreq),
+                                          gpus=lambda t: optimize.gpus(t.resreq),
+                                          room=lambda n: optimize.gpus(n.future_idle),
+                                          keep=ctx.witness_nodes.get(p.uid))
+                  for p in planned}
+        options = lambda p: pruned[p.uid]  # noqa: E731  # reason: the same name below, pruned
     planned_jobs = {p.job.key for p in planned if p.job is not None}
     floors: dict[str, Resources] = {}
     for op in ctx.witness if ctx.plan_floored else ():
