@@ -94,7 +94,40 @@ def _heterogeneous_role_pods(case: Case, volcano: Outcome, vpolicy: Outcome, lin
     return bool(mixed) and bool(touched) and touched <= mixed
 
 
+def _full_nodes(case: Case, volcano: Outcome) -> set[str]:
+    """Nodes whose pod slots Volcano's outcome fills (pods already there, plus its binds and pipelined)."""
+    slots = {o["metadata"]["name"]: int(o["status"]["allocatable"].get("pods", "110"))
+             for o in case.objects if o["kind"] == "Node"}
+    count: dict[str, int] = {}
+    for o in case.objects:
+        node = o["spec"].get("nodeName") if o["kind"] == "Pod" else None
+        if node:
+            count[node] = count.get(node, 0) + 1
+    for _, node in (*volcano.binds, *volcano.pipelined):
+        count[node] = count.get(node, 0) + 1
+    return {n for n, cap in slots.items() if count.get(n, 0) >= cap}
+
+
+def _backfill_onto_a_full_node(case: Case, volcano: Outcome, vpolicy: Outcome, lines: list[str]) -> bool:
+    if "backfill" not in case.conf.split("tiers")[0]:
+        return False
+    best_effort = _best_effort_pods(case)
+    ok = all(line.startswith("bind ") and line.split()[1].rstrip(":") in best_effort and "volcano -," in line
+             for line in lines)
+    return bool(lines) and ok and bool(_full_nodes(case, volcano))
+
+
 DIVERGENCES: tuple[Divergence, ...] = (
+    Divergence(
+        key="backfill-v1.10-ignores-pod-slots",
+        go_line="pkg/scheduler/plugins/predicates/predicates.go:395-403 (v1.10.0)",
+        why="v1.10.0's predicate collects NodePodNumberExceeded but returns success unless another filter "
+            "fails, so backfill (which, unlike allocate, does not compare the task with the node's idle "
+            "pods) scores a node whose pod slots are full, picks it, fails to allocate there and leaves "
+            "the best-effort pod pending; main returns the failure, and vpolicy places the pod on a node "
+            "with a free slot. Matched when every difference is a best-effort pod vpolicy binds and "
+            "Volcano leaves pending while some node's slots are full in Volcano's outcome.",
+        matches=_backfill_onto_a_full_node),
     Divergence(
         key="predicate-cache-assumes-one-template-per-role",
         go_line="pkg/scheduler/util/predicate_helper.go:47-70 (v1.10.0)",
