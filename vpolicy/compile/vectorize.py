@@ -148,6 +148,8 @@ def _vec_function(name: str) -> Callable[..., Any] | None:
         return lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5) if _is_vec(x) else FUNCTIONS["round"](x)
     if name == "log":
         return lambda x: np.log(x) if _is_vec(x) else FUNCTIONS["log"](x)
+    if name == "pow":
+        return lambda a, b: np.power(a, b) if _is_vec(a) or _is_vec(b) else FUNCTIONS["pow"](a, b)
     if name == "minimum":
         return lambda a, b: np.minimum(a, b) if _is_vec(a) or _is_vec(b) else min(a, b)
     if name == "maximum":
