@@ -155,3 +155,25 @@ def test_a_vcjob_tasks_topology_policy_becomes_its_pods_annotation() -> None:
     (pod,) = [*snap.pods, *snap.deferred_pods]
     assert pod.annotations["volcano.sh/numa-topology-policy"] == "single-numa-node"
     assert (pod.guaranteed, pod.container_cpus) == (True, (("c", 2),))
+
+
+def test_the_batched_forms_answer_as_the_scalar_ones_node_by_node() -> None:
+    """The vectoriser's forms (a batch's node.numa column, None where a node has no Numatopology)."""
+    import numpy as np
+    from types import SimpleNamespace
+
+    from vpolicy.engine.numa import NodeNuma
+
+    def topo(name: str, free: str, policy: str) -> NumaTopology:
+        return NumaTopology(name=name, policies={"CPUManagerPolicy": "static", "TopologyManagerPolicy": policy},
+                            allocatable={"cpu": parse_cpuset(free)}, cpus=CPUS)
+
+    for annotations in ({}, {"volcano.sh/numa-topology-policy": "single-numa-node"}):
+        sources = np.empty(4, dtype=object)
+        sources[:] = [NodeNuma("a", topo("a", "2-5", "single-numa-node")), None,
+                      NodeNuma("c", topo("c", "0-7", "single-numa-node")), NodeNuma("d", topo("d", "0-7", "none"))]
+        pod = SimpleNamespace(annotations=annotations, container_cpus=(("c", 4),), guaranteed=True)
+        task = SimpleNamespace(uid="u", name="t", pod=pod)
+        for name, batched in numa.VECTOR_FUNCTIONS.items():
+            scalar = numa.FUNCTIONS[name]
+            assert list(batched(task, sources)) == [scalar(task, s) for s in sources], name

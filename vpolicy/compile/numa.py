@@ -30,6 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+
 from vpolicy.model.numa import POD_POLICY_ANNOTATION, NumaTopology
 
 STATIC = "static"
@@ -307,4 +309,26 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "numa_fits": numa_fits,
     "numa_unfit_reason": numa_unfit_reason,
     "numa_nodes_used": numa_nodes_used,
+}
+
+
+# Batched forms, for the vectoriser (`compile.vectorize`): `sources` is the batch's `node.numa` column
+# (an object array, None where a node has no Numatopology). A pod without a topology policy is answered
+# on the nodes without one at once (NOT_APPLICABLE), so a cluster with few NUMA-aware nodes pays little.
+def _batched(task: Any, sources: Any, one: Callable[[Any, Any], Any], absent: Any, dtype: Any) -> Any:
+    if not isinstance(sources, np.ndarray):
+        return one(task, sources)
+    out = np.full(len(sources), absent, dtype=dtype)
+    no_policy = task_policy(task) in NO_POLICY
+    for i, source in enumerate(sources):
+        if source is None and no_policy:
+            continue
+        out[i] = one(task, source)
+    return out
+
+
+VECTOR_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "numa_fits": lambda task, sources: _batched(task, sources, numa_fits, True, bool),
+    "numa_unfit_reason": lambda task, sources: _batched(task, sources, numa_unfit_reason, "", object),
+    "numa_nodes_used": lambda task, sources: _batched(task, sources, numa_nodes_used, 0, np.int64),
 }

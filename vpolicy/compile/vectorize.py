@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
-from vpolicy.compile import ir, relations
+from vpolicy.compile import ir, numa, relations
 from vpolicy.compile.evaluate import get_attr as scalar_attr
 from vpolicy.compile.functions import FUNCTIONS
 from vpolicy.model.resources import Resources
@@ -28,7 +28,7 @@ VClosure = Callable[[VEnv], Any]
 # Node attributes held as per-dimension columns, and scalar-per-node ones.
 RESOURCE_ATTRS = frozenset({"allocatable", "used", "idle", "releasing", "pipelined", "future_idle"})
 COUNT_ATTRS = frozenset({"pod_count", "max_pods"})
-BATCH_ATTRS = RESOURCE_ATTRS | COUNT_ATTRS | {"unschedulable"}  # what NodeBatch.attr answers
+BATCH_ATTRS = RESOURCE_ATTRS | COUNT_ATTRS | {"unschedulable", "numa"}  # what NodeBatch.attr answers
 # Functions applied per node (spec matching); they take (task, node).
 PER_NODE_FUNCTIONS = frozenset({"matches_node_selector", "matches_required_affinity", "preferred_affinity_weight",
                                 "tolerates_taints", "intolerable_taints"})
@@ -93,6 +93,10 @@ class NodeBatch:
             return self._counts(name)
         if name == "unschedulable":
             return np.array([n.unschedulable for n in self.infos], dtype=bool)
+        if name == "numa":  # each node's NumaSource or None, for compile.numa's batched built-ins
+            sources = np.empty(self.n, dtype=object)
+            sources[:] = [n.numa for n in self.infos]
+            return sources
         raise Unvectorizable(f"node.{name}")
 
 
@@ -138,6 +142,8 @@ def _binary(op: str, a: Any, b: Any) -> Any:
 def _vec_function(name: str) -> Callable[..., Any] | None:
     if name in relations.VECTOR_FUNCTIONS:  # they answer a NodeBatch with an array themselves
         return relations.FUNCTIONS[name]
+    if name in numa.VECTOR_FUNCTIONS:  # (task, node.numa of a batch)
+        return numa.VECTOR_FUNCTIONS[name]
     if name == "get":
         return lambda r, k: r.get(k) if isinstance(r, ResMatrix) else r.get(k, 0)
     if name == "floor":
