@@ -21,12 +21,11 @@ SEED = 20261203
 SAMPLE = 40
 # Cases of the CI sample (seed SEED, cases 0..SAMPLE-1) that still differ (or are undecided) for the open
 # reasons docs/conformance.md lists; lower a number when a fix closes a case.
-OPEN: dict[str, int] = {"allocate": 9, "enqueue": 1, "preempt": 2, "reclaim": 4, "capacity": 1, "backfill": 16,
-                        "confs": 5}
-# Measured 2026-12-03 14:45 UTC (differ + undecided): allocate 7, enqueue 0, preempt 0, reclaim 2, capacity 0,
-# backfill 14, confs 3 (after main's queue-state checks were tied to proportion and capacity). Each family
-# whose sample has Volcano-side ties gets up to 2 more, as such a case can land on `undecided` instead of
-# `agree-tie` when Volcano's random draws miss vpolicy's outcome.
+OPEN: dict[str, int] = {"allocate": 7, "enqueue": 1, "preempt": 2, "reclaim": 4, "capacity": 1, "backfill": 9,
+                        "confs": 6}
+# Measured 2026-12-03 15:10 UTC (differ + undecided): allocate 5, enqueue 0, preempt 0, reclaim 2, capacity 0,
+# backfill 7, confs 4. Each family whose sample has Volcano-side ties gets up to 2 more, as such a case can
+# land on `undecided` instead of `agree-tie` when Volcano's random draws miss vpolicy's outcome.
 
 
 def _run(family: str, count: int, oracle: Oracle) -> tuple[Counter[str], list[str]]:
@@ -73,10 +72,10 @@ def test_role_label_case_is_drawn() -> None:
 
 
 # Open cases (differ + undecided) per case at scale: the rates of the 200-case table in docs/conformance.md
-# (seed 1: allocate 4%, enqueue 0.5%, preempt 2.5%, reclaim 5%, capacity 1%, backfill 26.5%, confs 7%)
+# (seed 1: allocate 4%, enqueue 0.5%, preempt 2.5%, reclaim 5%, capacity 1%, backfill 18%, confs 7%)
 # with room for sampling noise; the goal is 0 everywhere.
 OPEN_RATE: dict[str, float] = {"allocate": 0.06, "enqueue": 0.015, "preempt": 0.04, "reclaim": 0.07, "capacity": 0.02,
-                               "backfill": 0.30, "confs": 0.09}
+                               "backfill": 0.22, "confs": 0.09}
 
 
 @pytest.mark.slow
