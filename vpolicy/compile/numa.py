@@ -44,7 +44,7 @@ class NumaSource(Protocol):
     name: str
     topology: NumaTopology
     free_cpu: frozenset[int]
-    memo: dict[str, "Fit | Unfit"]
+    memo: dict[Any, "Fit | Refused"]
 
     def note(self, uid: str) -> None: ...
 
@@ -60,6 +60,13 @@ class Fit:
 @dataclass(frozen=True, slots=True)
 class Unfit:
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """The node's policy refuses this container (what the memo keeps; the reason names the task)."""
+
+    container: str
 
 
 NOT_APPLICABLE = Fit()
@@ -260,13 +267,17 @@ def answer(task: Any, source: NumaSource | None) -> Fit | Unfit:
     elif (source is None or source.topology.cpu_manager_policy != STATIC
           or source.topology.topology_manager_policy in NO_POLICY):
         return NOT_APPLICABLE
-    found = source.memo.get(task.uid)
+    key = (policy, task.pod.container_cpus)  # the answer depends on the pod's spec, not on which pod it is
+    found = source.memo.get(key)
     if found is None:
-        found = source.memo[task.uid] = _place(task, source)
+        found = source.memo[key] = _place(task, source)
+    if isinstance(found, Refused):
+        return Unfit(f"plugin numa-aware predicates failed for task {task.name} container {found.container} "
+                     f"on node {source.name}")
     return found
 
 
-def _place(task: Any, source: NumaSource) -> Fit | Unfit:
+def _place(task: Any, source: NumaSource) -> Fit | Refused:
     topo = source.topology
     layout = layout_of(topo)
     has_cpu = "cpu" in topo.allocatable
@@ -277,8 +288,7 @@ def _place(task: Any, source: NumaSource) -> Fit | Unfit:
         hints = cpu_hints(layout, available, request) if request > 0 and has_cpu else None
         (mask, _), admitted = merge_hints(topo.topology_manager_policy, layout.numa_nodes, hints)
         if not admitted:
-            return Unfit(f"plugin numa-aware predicates failed for task {task.name} container {name} "
-                         f"on node {source.name}")
+            return Refused(name)
         got = allocate_cpus(layout, available, request, mask)
         taken |= got
         free = free - got

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vpolicy.compile import numa
 from vpolicy.model.numa import NumaTopology
@@ -34,7 +34,7 @@ class NodeNuma:
         self.name = name
         self.topology = topology
         self.free_cpu: frozenset[int] = topology.allocatable.get("cpu", frozenset())
-        self.memo: dict[str, numa.Fit | numa.Unfit] = {}
+        self.memo: dict[Any, numa.Fit | numa.Refused] = {}  # by pod spec, until the free CPUs change
         self.noted: set[str] = set()  # tasks a numa-aware predicate ran for on this node
 
     def note(self, uid: str) -> None:
