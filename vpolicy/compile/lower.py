@@ -186,6 +186,10 @@ class _Lowerer:
 
         depends, reads = classify(rule.term, functions)
         try:
+            if _calls(rule.term, functions, "extender"):
+                # its answers are a server's, one call per node as the scalar form makes them; extender()
+                # has no batched form, so a batch would only raise Unvectorizable at the first node batch
+                raise vectorize.Unvectorizable("extender")
             vector = vectorize.compile_node_rule(rule.term, rule.params[1], functions, self.fns)
         except vectorize.Unvectorizable:
             vector = None
@@ -465,6 +469,25 @@ def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]
     if attrs <= _STATIC_ATTRS | _NODE_ATTRS:
         return "node", reads
     return "any", reads
+
+
+def _calls(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]], name: str) -> bool:
+    """Whether `term`, or a helper it calls, calls the built-in `name`."""
+    seen: set[str] = set()
+
+    def walk(t: object) -> bool:
+        if isinstance(t, ir.Apply) and t.func == name:
+            return True
+        if isinstance(t, ir.CallUser) and t.func not in seen and t.func in functions:
+            seen.add(t.func)
+            if walk(functions[t.func][1]):
+                return True
+        if isinstance(t, tuple):
+            return any(walk(c) for c in t)
+        if isinstance(t, (str, int, float, bool)) or t is None:
+            return False
+        return any(walk(getattr(t, f)) for f in getattr(t, "__dataclass_fields__", {}))
+    return walk(term)
 
 
 def _quantity_number(text: str) -> float | int:
