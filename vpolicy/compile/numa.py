@@ -329,11 +329,10 @@ def _batched(task: Any, sources: Any, one: Callable[[Any, Any], Any], absent: An
     if not isinstance(sources, np.ndarray):
         return one(task, sources)
     out = np.full(len(sources), absent, dtype=dtype)
-    no_policy = task_policy(task) in NO_POLICY
-    for i, source in enumerate(sources):
-        if source is None and no_policy:
-            continue
-        out[i] = one(task, source)
+    # a source is truthy (NodeNuma defines no __len__ or __bool__), None is not
+    rows = np.flatnonzero(sources.astype(bool)) if task_policy(task) in NO_POLICY else range(len(sources))
+    for i in rows:
+        out[i] = one(task, sources[i])
     return out
 
 

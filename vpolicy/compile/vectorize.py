@@ -93,10 +93,8 @@ class NodeBatch:
             return self._counts(name)
         if name == "unschedulable":
             return np.array([n.unschedulable for n in self.infos], dtype=bool)
-        if name == "numa":  # each node's NumaSource or None, for compile.numa's batched built-ins
-            sources = np.empty(self.n, dtype=object)
-            sources[:] = [n.numa for n in self.infos]
-            return sources
+        if name == "numa":  # each node's NumaSource or None (an object column), for compile.numa's batched forms
+            return self._counts("numa")
         raise Unvectorizable(f"node.{name}")
 
 

@@ -222,6 +222,7 @@ class Placement:
         self.state = state
         self.arrays = state.arrays
         self.node_list = list(state.nodes.values())
+        self._numa: np.ndarray | None = None  # each node's NodeNuma or None (fixed for the session), by row
         self.predicates = runtime.rules("predicate")
         self._static_predicates = [r for r in self.predicates if r.depends == "static"]
         self._dynamic_predicates = [r for r in self.predicates if r.depends != "static"]
@@ -272,10 +273,20 @@ class Placement:
             if name == "pod_count":
                 pod_count: np.ndarray = a.pod_count[rows]
                 return pod_count
+            if name == "numa":
+                sources: np.ndarray = self._numa_column()[rows]
+                return sources
             i = a.index.get("pods")
             return a.allocatable[rows, i] if i is not None else np.zeros(len(rows))
 
         return NodeBatch(_LazyInfos(self.node_list, rows), columns, counts, rows)
+
+    def _numa_column(self) -> np.ndarray:
+        """node.numa by row, built once: the NodeNuma objects change inside, never their identity."""
+        if self._numa is None:
+            self._numa = np.empty(len(self.node_list), dtype=object)
+            self._numa[:] = [n.numa for n in self.node_list]
+        return self._numa
 
     def _eval(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray, batch: NodeBatch | None = None) -> np.ndarray:
         """A rule's answers on `rows` (`batch`: the same rows as a batch, to share its columns)."""
