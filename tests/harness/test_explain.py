@@ -102,7 +102,7 @@ def test_pending_gang_names_the_gang_the_taint_and_the_full_node(gang_cluster: s
     assert core(e) == [
         ("gang.ready", "policies/volcano/gang.vpol:40",
          "minAvailable 2: 0 ready, 0 pipelined; 2 more must be placed together"),
-        ("predicates.taints_tolerated", "policies/volcano/predicates.vpol:22",
+        ("predicates.taints_tolerated", "policies/volcano/predicates.vpol:38",
          "node(s) had untolerated taint on node n2"),
         ("engine.node-capacity", "<engine>", "node n1: free cpu 2, memory 4Gi, room for 1 such task"),
     ]
