@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
-from vpolicy.compile import evaluate, extender, ir, pycode, relations, vcode, vectorize
+from vpolicy.compile import evaluate, extender, ir, numa, pycode, relations, vcode, vectorize
 from vpolicy.compile.functions import FUNCTIONS
 from vpolicy.errors import Diagnostic, PolicyError
 from vpolicy.lang import ast
@@ -426,8 +426,11 @@ _STATIC_ATTRS = frozenset({"allocatable", "labels", "unschedulable", "max_pods",
                            # a task's terms and their fields (placement.task_key holds the task's relations)
                            "pod_affinity", "pod_anti_affinity", "preferred_pod_affinity",
                            "preferred_pod_anti_affinity", "spread_constraints", "topology_key", "weight",
-                           "max_skew", "min_domains", "when_unsatisfiable", "images", "relations"})
-_NODE_ATTRS = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count"})
+                           "max_skew", "min_domains", "when_unsatisfiable", "images", "relations",
+                           # what numa-aware reads of a task (compile.numa: its QoS, policy, per-container CPUs)
+                           "guaranteed", "topology_policy", "container_cpus"})
+# `numa` (a node's free CPUs for pinning) changes only with placements on that node, as its usage does
+_NODE_ATTRS = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count", "numa"})
 
 
 def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]]) -> tuple[str, frozenset[str]]:
@@ -444,6 +447,8 @@ def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]
             placements.append(t.func)
         if isinstance(t, ir.Apply) and t.func in relations.FUNCTIONS:  # they read the task's relations
             attrs.add("images" if t.func == "image_bytes" else "relations")
+        if isinstance(t, ir.Apply) and t.func in numa.FUNCTIONS:  # they read the task's QoS, policy and CPUs
+            attrs.update(("guaranteed", "topology_policy", "container_cpus"))
         if isinstance(t, ir.CallUser) and t.func not in seen and t.func in functions:
             seen.add(t.func)
             walk(functions[t.func][1])

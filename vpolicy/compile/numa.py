@@ -46,7 +46,7 @@ class NumaSource(Protocol):
     free_cpu: frozenset[int]
     memo: dict[Any, "Fit | Refused"]
 
-    def note(self, uid: str) -> None: ...
+    def note(self, key: Any) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,11 +248,19 @@ def task_policy(task: Any) -> str:
     return str(task.pod.annotations.get(POD_POLICY_ANNOTATION, ""))
 
 
+def spec_key(task: Any) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """What an answer depends on of the task: its topology policy and each container's whole CPUs. The
+    engine keeps rule answers per task class, so the predicate is noted per spec, not per pod."""
+    return task_policy(task), task.pod.container_cpus
+
+
 def answer(task: Any, source: NumaSource | None) -> Fit | Unfit:
-    """The numa-aware predicate for a Guaranteed task on the node, as the session sees it now (memoised
-    until the node's free CPUs change). Volcano's filterNodeByPolicy first: a task with a topology policy
+    """The numa-aware predicate for the task on the node, as the session sees it now (memoised until the
+    node's free CPUs change). Only a Guaranteed pod is checked. Volcano's filterNodeByPolicy first: a task with a topology policy
     needs a node whose Numatopology has the static CPU manager, the same topology policy and free CPUs;
     a task without one is only checked on such nodes with a policy other than none."""
+    if not task.pod.guaranteed:
+        return NOT_APPLICABLE  # predicateFn: only Guaranteed pods get CPUs pinned
     policy = task_policy(task)
     if policy not in NO_POLICY:
         if source is None:
@@ -267,7 +275,7 @@ def answer(task: Any, source: NumaSource | None) -> Fit | Unfit:
     elif (source is None or source.topology.cpu_manager_policy != STATIC
           or source.topology.topology_manager_policy in NO_POLICY):
         return NOT_APPLICABLE
-    key = (policy, task.pod.container_cpus)  # the answer depends on the pod's spec, not on which pod it is
+    key = spec_key(task)  # the answer depends on the pod's spec, not on which pod it is
     found = source.memo.get(key)
     if found is None:
         found = source.memo[key] = _place(task, source)
@@ -301,7 +309,7 @@ def _place(task: Any, source: NumaSource) -> Fit | Refused:
 def numa_fits(task: Any, source: NumaSource | None) -> bool:
     found = answer(task, source)
     if source is not None and found is not NOT_APPLICABLE:
-        source.note(task.uid)  # a placement on this node takes the CPUs this answer chose
+        source.note(spec_key(task))  # a placement of such a pod on this node takes the CPUs answered
     return isinstance(found, Fit)
 
 

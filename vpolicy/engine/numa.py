@@ -35,10 +35,10 @@ class NodeNuma:
         self.topology = topology
         self.free_cpu: frozenset[int] = topology.allocatable.get("cpu", frozenset())
         self.memo: dict[Any, numa.Fit | numa.Refused] = {}  # by pod spec, until the free CPUs change
-        self.noted: set[str] = set()  # tasks a numa-aware predicate ran for on this node
+        self.noted: set[Any] = set()  # pod specs (compile.numa.spec_key) a numa-aware predicate ran for here
 
-    def note(self, uid: str) -> None:
-        self.noted.add(uid)
+    def note(self, key: Any) -> None:
+        self.noted.add(key)
 
     def take(self, cpus: frozenset[int]) -> None:
         self.free_cpu = self.free_cpu - cpus
@@ -81,7 +81,7 @@ class NumaLedger:
         if task.status not in _PLACING or not task.node_name:
             return
         node = self.nodes.get(task.node_name)
-        if node is None or task.uid not in node.noted:
+        if node is None or numa.spec_key(task) not in node.noted:
             return
         found = numa.answer(task, node)
         if isinstance(found, numa.Fit) and found.cpus:

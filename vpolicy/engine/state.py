@@ -119,6 +119,10 @@ class TaskInfo:
         return self.pod.annotations.get(NUMA_POLICY_ANNOTATION, "")
 
     @property
+    def container_cpus(self) -> tuple[tuple[str, int], ...]:
+        return self.pod.container_cpus
+
+    @property
     def status_name(self) -> str:
         return self.status.value
 
