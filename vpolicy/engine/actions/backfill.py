@@ -32,3 +32,5 @@ def run(ctx: ActionContext) -> None:
             stmt.allocate(task, node.name)
         if rt.job_ready(job):
             stmt.commit()
+        else:
+            stmt.discard()  # main's backfill: a job not ready gives its placements back (Statement.Discard)
