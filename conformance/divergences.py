@@ -150,9 +150,9 @@ DIVERGENCES: tuple[Divergence, ...] = (
         key="backfill-v1.10-stops-at-first-unplaceable",
         go_line="pkg/scheduler/actions/backfill/backfill.go:77 (v1.10.0)",
         why="v1.10.0's backfill leaves its whole loop (`break`) at the first best-effort task no node "
-            "passes, and allocates each task on its own; main (and vpolicy) go on with the next task and "
-            "commit one statement per job when it is ready. Matched when every difference is a "
-            "best-effort pod and some pending best-effort pod of the case fits no node.",
+            "passes, and allocates each task on its own; main goes on with the next task and commits one "
+            "statement per job when it is ready (vpolicy stops as v1.10.0 does since 26fd059). Matched "
+            "when every difference is a best-effort pod and some pending best-effort pod fits no node.",
         matches=_backfill_stops_at_first_failure),
 )
 
