@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
+
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -46,6 +48,29 @@ def test_kept_candidates_follow_an_eviction_on_their_node() -> None:
     after = useful_candidates(ctx, node, running, preemptor, kind)
     assert after is not None and first[0] not in after
     assert after == useful_candidates(ctx, node, running, preemptor, ("fresh",))  # what a new scan finds
+
+
+def test_a_node_where_no_candidate_could_free_room_is_skipped_only_until_it_changes() -> None:
+    """preempt's walk drops, in one array step, the nodes whose kept answer is "no candidate set could
+    free room"; a status change there makes the node count again."""
+    ctx = _context()
+    node = next(n for n in ctx.state.nodes.values() if n.tasks)
+    preemptor = next(t for t in ctx.state.tasks.values() if t.status is TaskStatus.PENDING)
+    row = ctx.placement.arrays.row[node.name]
+    rows = np.arange(len(ctx.placement.node_list))
+
+    def nothing(t) -> bool:  # type: ignore[no-untyped-def]  # reason: test filter
+        return False
+
+    kind = ("test", preemptor.uid)
+    assert list(ctx.not_useless(kind, rows)) == list(rows)  # nothing known yet
+    if fits_with([], preemptor, node):
+        return  # the generated node has room for it: no useless answer to keep
+    assert useful_candidates(ctx, node, nothing, preemptor, kind) is None
+    assert row not in ctx.not_useless(kind, rows) and len(ctx.not_useless(kind, rows)) == len(rows) - 1
+    assert row in ctx.not_useless(("another kind",), rows)
+    ctx.state.set_status(node.tasks[0], TaskStatus.RELEASING)
+    assert row in ctx.not_useless(kind, rows)
 
 
 def test_a_queues_kept_tasks_on_a_node_follow_a_status_change_there() -> None:

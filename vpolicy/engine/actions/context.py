@@ -5,6 +5,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, TypeVar
 
+import numpy as np
+
 from vpolicy.engine.placement import FitErrors, Placement
 from vpolicy.engine.runtime import Runtime
 from vpolicy.engine.state import JobInfo, NodeInfo, SessionState, TaskInfo
@@ -54,6 +56,10 @@ class ActionContext:
     # victim callback -> its answers kept per node (`engine.victim_memo`); None: its rules read the
     # preemptor, or what the memo cannot follow
     victim_memos: dict[str, VictimMemo | None] = field(default_factory=dict)
+    # the same kinds as node_candidates -> per node row, 1 + the node version at which no candidate set
+    # there could free room (`evict_common.useful_candidates` answered None), else 0: preempt's walk
+    # drops those rows in one array step instead of asking each node
+    useless_rows: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict)
     # while optimize mode runs an evicting action again: what Volcano's run of it committed
     # (`optimize.never_worse`), the node where it placed each task (uid -> node name), and the joint
     # victim plan the action made from it (`victim_plan`)
@@ -93,6 +99,26 @@ class ActionContext:
         self.victim_bounds.clear()
         self.queue_tasks.clear()
         self.victim_memos.clear()
+        self.useless_rows.clear()
+
+    def mark_useless(self, kind: tuple[object, ...], node: NodeInfo) -> None:
+        """No candidate set of `kind` on `node` can free room at the node's version now (`useless_rows`)."""
+        marks = self.useless_rows.get(kind)
+        if marks is None:
+            while len(self.useless_rows) >= _NODE_MEMO_KINDS:
+                del self.useless_rows[next(iter(self.useless_rows))]
+            marks = self.useless_rows[kind] = np.zeros(len(self.placement.node_list), dtype=np.int64)
+        arrays = self.placement.arrays
+        row = arrays.row[node.name]
+        marks[row] = int(arrays.version[row]) + 1
+
+    def not_useless(self, kind: tuple[object, ...], rows: np.ndarray) -> np.ndarray:
+        """`rows` without those marked useless for `kind` at their node's version now."""
+        marks = self.useless_rows.get(kind)
+        if marks is None or not len(rows):
+            return rows
+        kept: np.ndarray = rows[marks[rows] != self.placement.arrays.version[rows] + 1]
+        return kept
 
     def victims_on(self, callback: str, preemptor: TaskInfo, node: NodeInfo,
                    candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Any]:

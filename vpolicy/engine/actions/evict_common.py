@@ -64,7 +64,8 @@ def useful_candidates(ctx: ActionContext, node: NodeInfo, keep: Callable[[TaskIn
     the preemptor's siblings: `kind` names its class and filter (`among`: see `candidates_on`)."""
     def useful(node: NodeInfo) -> list[TaskInfo] | None:
         found = candidates_on(node, keep, among)
-        if need_one and not found:
+        if need_one and not found or not fits_with(found, preemptor, node):
+            ctx.mark_useless(kind, node)
             return None
-        return found if fits_with(found, preemptor, node) else None
+        return found
     return ctx.kept_per_node(ctx.node_candidates, kind, node, useful)

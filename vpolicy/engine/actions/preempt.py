@@ -259,7 +259,8 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
         return False  # e.g. room only on nodes whose taints it does not tolerate: no need to score them
     ordered = placement.rows_by_score(preemptor, allowed)
     node_list = placement.node_list
-    nodes = [node_list[r] for r in ordered[worth[ordered]].tolist()]
+    walk = ordered[worth[ordered]]
+    nodes = [node_list[r] for r in walk.tolist()] if ctx.optimize else []
     if ctx.optimize and optimize.weighs_gpus(ctx.placement, preemptor, nodes):
         done = optimize.evict_cheapest(ctx, stmt, preemptor, nodes, callback="preemptable", keep=keep,
                                        action="preempt", fits=lambda n: _fits(ctx, queue, preemptor, n),
@@ -268,7 +269,10 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
             return done
         if missed:
             return False  # Volcano's walk failed it in Volcano's run: only the cheapest search was new
-    for node in nodes:
+    # a node where no candidate set could free room answers False at once (`_preempt_on`): dropped here,
+    # in one array step, while its version is the one that answer was for
+    for r in ctx.not_useless(kind, walk).tolist():
+        node = node_list[r]
         if node is not first and _preempt_on(ctx, stmt, preemptor, keep, kind, node, among, phase=phase):
             return True
     return False
