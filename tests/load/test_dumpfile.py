@@ -149,3 +149,14 @@ def test_a_yaml_list_is_cut_into_items_only_where_its_items_start(tmp_path: Path
     fast = cluster.load_cluster(path, fast=True)
     assert fast.namespaces == ("ns0", "ns1", "ns2", "last")
     assert fast == cluster.load_cluster(path, fast=False)
+
+
+def test_the_example_cluster_reads_the_same_on_both_paths() -> None:
+    """The shipped example has vcjobs, affinity, taints, priorities and a conf ConfigMap: every field the
+    readers use must be in the fast path's shapes."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "cluster.yaml"
+    exact = cluster.load_cluster(example, fast=False)
+    fast = cluster.load_cluster(example, fast=True)
+    _same(exact, fast)
+    assert (fast.conf_text, fast.conf_line_offset) == (exact.conf_text, exact.conf_line_offset)
+    assert fast.warnings == exact.warnings
