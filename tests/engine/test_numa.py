@@ -168,11 +168,11 @@ def test_the_batched_forms_answer_as_the_scalar_ones_node_by_node() -> None:
         return NumaTopology(name=name, policies={"CPUManagerPolicy": "static", "TopologyManagerPolicy": policy},
                             allocatable={"cpu": parse_cpuset(free)}, cpus=CPUS)
 
-    for annotations in ({}, {"volcano.sh/numa-topology-policy": "single-numa-node"}):
+    for written in ({}, {"volcano.sh/numa-topology-policy": "single-numa-node"}):
         sources = np.empty(4, dtype=object)
         sources[:] = [NodeNuma("a", topo("a", "2-5", "single-numa-node")), None,
                       NodeNuma("c", topo("c", "0-7", "single-numa-node")), NodeNuma("d", topo("d", "0-7", "none"))]
-        pod = SimpleNamespace(annotations=annotations, container_cpus=(("c", 4),), guaranteed=True)
+        pod = SimpleNamespace(annotations=written, container_cpus=(("c", 4),), guaranteed=True)
         task = SimpleNamespace(uid="u", name="t", pod=pod)
         for name, batched in numa.VECTOR_FUNCTIONS.items():
             scalar = numa.FUNCTIONS[name]
