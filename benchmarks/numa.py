@@ -4,15 +4,13 @@ numa-aware, on the `steady` workload, without Numatopologies and with one on eve
     python -m benchmarks.numa --size S|M [--seed N] [--runs K]
 
 Rows (median CPU seconds of `run_session` over K runs, and the binds of the last):
-- `default conf`: Volcano's built-in conf, with binpack in place of nodeorder (see NOTE);
+- `default conf`: Volcano's built-in conf;
 - `+ numa-aware, no Numatopology`: the same plus numa-aware; the cluster has no Numatopology, so its
   rules answer every pod without pinning anything (what listing the plugin costs by itself);
 - `+ numa-aware, CPU nodes pinned`: every CPU node gets a Numatopology (32 CPUs over two NUMA nodes and
   sockets, static CPU manager, single-numa-node) and every pending pod is made Guaranteed, asking its cpu
   request rounded to whole CPUs (at least one) with the single-numa-node policy: every placement
   computes hints and takes CPUs.
-NOTE: nodeorder is left out because at the time of writing a nodeorder rule using `pow` failed to batch
-on these clusters (reported to the coordinator); binpack keeps a node score in the conf.
 This module asserts nothing.
 """
 from __future__ import annotations
@@ -33,8 +31,10 @@ POLICY = "single-numa-node"
 
 
 def confs() -> tuple[CompiledPolicy, CompiledPolicy]:
-    base = conf_loader.default_conf_text().replace("  - name: nodeorder\n", "  - name: binpack\n")
-    with_numa = base.replace("  - name: binpack\n", "  - name: binpack\n  - name: numa-aware\n", 1)
+    base = conf_loader.default_conf_text()
+    with_numa = base.replace("  - name: nodeorder\n", "  - name: nodeorder\n  - name: numa-aware\n", 1)
+    if with_numa == base:
+        raise RuntimeError("Volcano's default conf has no nodeorder line to put numa-aware after")
     return (from_conf(conf_loader.parse_conf_text(base, file="default.conf")),
             from_conf(conf_loader.parse_conf_text(with_numa, file="numa.conf")))
 
