@@ -171,6 +171,17 @@ PLURALS = {"Namespace": "namespaces", "Node": "nodes", "Pod": "pods", "ServiceAc
            "Command": "commands", "Lease": "leases", "Secret": "secrets", "Service": "services"}
 
 
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when the test process dies (killed, or a closed pipe), so no component
+    outlives a test run that could not tear down (Linux's PR_SET_PDEATHSIG; elsewhere nothing)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 class Component:
     """One of vpolicy's commands run as a process, its output in a log file."""
 
@@ -180,7 +191,8 @@ class Component:
         env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
         self.out = open(self.log, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "vpolicy", *args], stdout=self.out,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT, env=env)
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT, env=env,
+                                     preexec_fn=_die_with_parent)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
