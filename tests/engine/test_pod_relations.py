@@ -109,6 +109,29 @@ def test_a_spread_term_skips_terminating_pods_and_other_namespaces() -> None:
     assert state.pod_index.domain_min(term) == 0
 
 
+def test_image_bytes_is_kubes_sum_of_sizes_scaled_by_the_share_of_nodes_holding_each_image() -> None:
+    """ImageLocality's sumImageScores by hand: `a` (1001 bytes) is on 2 of 3 nodes, listed twice on n0
+    under two of its names, and counts once per node (int(1001 * 2/3) = 667); `b` (1000 bytes) is on
+    n0 only (int(1000 / 3) = 333); n2 holds no image; a placement changes none of it."""
+    def imaged(name: str, images: tuple[tuple[tuple[str, ...], int], ...]) -> Node:
+        return Node(name, node(name).allocatable, labels={HOST: name}, images=images)
+
+    nodes = [imaged("n0", ((("a:v1", "a@sha256:1"), 1001), (("a:v1",), 1001), (("b:v1",), 1000))),
+             imaged("n1", ((("a:v1",), 1001),)), imaged("n2", ())]
+    both = affinity.PodRelations(images=("a:v1", "b"))  # `b` without a tag is kube's `b:latest`: not `b:v1`
+    tagged = affinity.PodRelations(images=("a:v1", "b:v1"))
+    snap = snapshot(nodes=nodes, pods=[labelled(pod("p-0", "p"), "x", both), labelled(pod("p-1", "p"), "x", tagged),
+                                       labelled(pod("p-2", "p"), "x")], podgroups=[podgroup("p")])
+    state = SessionState(snap)
+    index, rows = state.pod_index, np.arange(3)
+    p0, p1, p2 = (state.tasks[f"uid-p-{i}"] for i in range(3))
+    assert index.image_bytes(p0.relations.images, rows).tolist() == [667, 667, 0]
+    assert index.image_bytes(p1.relations.images, rows).tolist() == [667 + 333, 667, 0]
+    assert p2.relations.images == ()
+    state.set_status(p0, TaskStatus.ALLOCATED, "n2")
+    assert index.image_bytes(p1.relations.images, np.array([2, 0])).tolist() == [0, 667 + 333]
+
+
 # --- property: required anti-affinity is never broken by a placement ------------------------------------
 @st.composite
 def anti_affinity_clusters(draw: st.DrawFn) -> ClusterSnapshot:

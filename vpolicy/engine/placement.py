@@ -105,8 +105,15 @@ def class_key(task: TaskInfo, reads: frozenset[str]) -> tuple[Any, ...]:
     """`task_key` for what is kept per task class across every rule (the static predicate mask, the
     class view): a rule counting pods takes part there only for a relation-free task (`relation_free`),
     which answers it like every other relation-free task, so the class needs only that flag and the
-    relations that never change (images, volumes)."""
-    return task_key(task, reads - _RELATION_READS) + (relation_free(task), task.relations.static_key)
+    relations that never change (images, volumes); the images only where a rule reads them (nodeorder's
+    image locality, not the predicates), so tasks alike but for their images share one predicate mask."""
+    static = task.relations.static_key or _NO_STATIC_RELATIONS
+    return task_key(task, reads - _RELATION_READS) + (relation_free(task),
+                                                      static if "images" in reads else static[1:])
+
+
+# TaskRelations.static_key of a task relating to nothing: (images, volumes, missing, unbound immediate)
+_NO_STATIC_RELATIONS: tuple[Any, ...] = ((), (), 0, 0)
 
 
 def relation_free(task: TaskInfo) -> bool:

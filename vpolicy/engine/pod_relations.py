@@ -132,6 +132,8 @@ class PodIndex:
         tasks = [*state.tasks.values(), *state.other_pods]
         # image name -> (size, nodes holding it), and each node's images (kube's NodeInfo.ImageStates)
         self._image_states = _image_states(self.nodes)
+        # image set of a task -> its ImageLocality sum on every node (images never change in a session)
+        self._image_sums: dict[tuple[str, ...], np.ndarray] = {}
         self._claims = {c.key: c for c in snapshot.persistent_volume_claims}
         self._volumes = {v.name: v for v in snapshot.persistent_volumes}
         self._classes = {c.name: c for c in snapshot.storage_classes}
@@ -461,18 +463,23 @@ class PodIndex:
 
     def image_bytes(self, images: tuple[str, ...], rows: np.ndarray) -> np.ndarray:
         """kube's ImageLocality sumImageScores: for each image the node holds, its size times the share
-        of nodes holding it (truncated), summed."""
+        of nodes holding it (truncated), summed. It reads only the task's images and the nodes' image
+        lists, neither of which a placement changes, so each distinct image set is summed once per
+        session over all nodes (one array step per image) and every later call is an index."""
+        sums = self._image_sums.get(images)
+        if sums is None:
+            sums = self._image_sums[images] = self._sum_images(images)
+        on_rows: np.ndarray = sums[rows]
+        return on_rows
+
+    def _sum_images(self, images: tuple[str, ...]) -> np.ndarray:
         total = len(self.nodes)
-        out = np.zeros(len(rows))
-        for k, i in enumerate(rows.tolist()):
-            held = self.nodes[i].spec.images
-            if not held:
-                continue
-            names = {name for names_, _size in held for name in names_}
-            for image in images:
-                if image in names:
-                    size, count = self._image_states[image]
-                    out[k] += int(size * (count / total))
+        out = np.zeros(total)
+        for image in images:
+            state = self._image_states.get(image)
+            if state is not None:
+                size, holders = state
+                out[holders] += int(size * (len(holders) / total))
         return out
 
     def ports_free(self, task: "TaskInfo", rows: np.ndarray) -> np.ndarray:
@@ -487,15 +494,18 @@ class PodIndex:
         return out
 
 
-def _image_states(nodes: list["NodeInfo"]) -> dict[str, tuple[int, int]]:
-    """Every image name a node reports: its size and how many nodes hold it."""
-    states: dict[str, tuple[int, int]] = {}
-    for node in nodes:
+def _image_states(nodes: list["NodeInfo"]) -> dict[str, tuple[int, np.ndarray]]:
+    """Every image name a node reports: its size and the rows of the nodes holding it."""
+    sizes: dict[str, int] = {}
+    holders: dict[str, list[int]] = {}
+    for row, node in enumerate(nodes):
         for names, size in node.spec.images:
-            for name in set(names):
-                known = states.get(name)
-                states[name] = (size, 1) if known is None else (known[0], known[1] + 1)
-    return states
+            for name in names:
+                held = holders.setdefault(name, [])
+                if not held or held[-1] != row:
+                    held.append(row)
+                    sizes.setdefault(name, size)
+    return {name: (sizes[name], np.array(rows, dtype=np.int64)) for name, rows in holders.items()}
 
 
 def _normalized_image(name: str) -> str:
