@@ -223,9 +223,10 @@ def _releasing_room() -> ClusterSnapshot:
     """n0 runs two 4-GPU pods of `halves` (low priority, elastic, a third pod on the full n1, so gang
     allows evicting two). A high-priority gang of two 2-GPU pods needs 4 GPUs: evicting one half frees
     4, room for both preemptors; the second fits FutureIdle, so it is pipelined there without evicting
-    anything more, victim or none (ValidateVictims asks for none). Volcano's scores send the first
-    preemptor to n1, evicting the whole 8-GPU `halves-2`; its node map then counts that pipelined pod on
-    n1 (2448918), so the second scores n0 higher and evicts `halves-1` there: three times the GPUs."""
+    anything more, victim or none (ValidateVictims asks for none). Volcano's scores (BalancedAllocation
+    weighs GPUs for a GPU pod, f7e2d90) send the first preemptor to n0, evicting `halves-1`; its node map
+    then counts that pipelined pod on n0 (2448918), so the second scores n1 higher and evicts the whole
+    8-GPU `halves-2` there: three times the GPUs."""
     low, high = PriorityClass("low", 10), PriorityClass("high", 1000)
     return snapshot(
         nodes=[_gpu_node("n0"), _gpu_node("n1")],
@@ -244,9 +245,9 @@ def test_preempt_reuses_released_room_before_evicting_more() -> None:
     snap, policy = _releasing_room(), _policy(PREEMPT_CONF)
     volcano, optimized = both(snap, policy)
     assert optimized["pipelined"] == {"ns/urgent-0": "n0", "ns/urgent-1": "n0"}
-    assert volcano["pipelined"] == {"ns/urgent-0": "n1", "ns/urgent-1": "n0"}
+    assert volcano["pipelined"] == {"ns/urgent-0": "n0", "ns/urgent-1": "n1"}
     assert [e["pod"] for e in optimized["evictions"]] == ["ns/halves-0"]  # type: ignore[attr-defined, index]  # reason: JSON
-    assert [e["pod"] for e in volcano["evictions"]] == ["ns/halves-2", "ns/halves-1"]  # type: ignore[attr-defined, index]  # reason: JSON
+    assert [e["pod"] for e in volcano["evictions"]] == ["ns/halves-1", "ns/halves-2"]  # type: ignore[attr-defined, index]  # reason: JSON
     assert list(validate(snap, optimized, policy=policy, priority_victims=True)) == []
 
 
