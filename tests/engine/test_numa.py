@@ -142,6 +142,8 @@ def test_pod_qos_and_whole_cpus_are_read_as_the_kubelet_computes_them() -> None:
         "limits-only": True, "equal": True, "no-memory-limit": False, "request-below": False, "written": True}
     assert pods["limits-only"].container_cpus == (("c", 2),)
     assert pods["equal"].container_cpus == (("c", 0),)  # a fraction is not pinned
+    assert pods["request-below"].container_cpus == ()  # not Guaranteed: the kubelet pins none of its CPUs
+    assert pods["written"].container_cpus == (("c", 1),)  # Guaranteed as the kubelet wrote it
 
 
 def test_a_vcjob_tasks_topology_policy_becomes_its_pods_annotation() -> None:

@@ -142,6 +142,7 @@ def read_pod(obj: View, *, class_values: Mapping[str, int]) -> snapshot.Pod | No
     phase = status.choice("phase", _POD_PHASES, default="Pending") if status else "Pending"
     if meta is None:
         return None
+    guaranteed = _guaranteed(status, spec)
     return snapshot.Pod(
         namespace=meta.namespace, name=meta.name, uid=meta.uid, resreq=spec.resreq,
         status=task_status(phase, node_name=spec.node_name, deleting=meta.deleting),
@@ -157,8 +158,14 @@ def read_pod(obj: View, *, class_values: Mapping[str, int]) -> snapshot.Pod | No
         tolerations=spec.tolerations, creation=meta.creation, preemption_policy=spec.preemption_policy,
         nominated_node=status.text("nominatedNodeName") if status else "",
         scheduling_gated=spec.scheduling_gated, vgpu_limits=spec.vgpu_limits, relations=spec.relations,
-        scheduled_at=_scheduled_at(status), guaranteed=_guaranteed(status, spec), container_cpus=spec.container_cpus,
+        scheduled_at=_scheduled_at(status), guaranteed=guaranteed, container_cpus=pinned_cpus(guaranteed, spec),
         origin=meta.origin)
+
+
+def pinned_cpus(guaranteed: bool, spec: PodSpec) -> tuple[tuple[str, int], ...]:
+    """Each container's whole CPUs for a Guaranteed pod; none for another pod, whose CPUs the kubelet's
+    static CPU manager never pins (so its task class and written YAML do not depend on them)."""
+    return spec.container_cpus if guaranteed else ()
 
 
 def _guaranteed(status: View | None, spec: PodSpec) -> bool:

@@ -160,7 +160,8 @@ class Pod:
     # cooldown runs from it
     scheduled_at: float = 0.0
     # QoS class Guaranteed (status.qosClass, else computed as kubelet does), and each container's whole
-    # CPUs requested (0: none or a fraction), by container name, in order: what numa-aware pins
+    # CPUs requested (0: none or a fraction), by container name, in order: what numa-aware pins (empty
+    # for a pod that is not Guaranteed: the kubelet pins none of its CPUs)
     guaranteed: bool = False
     container_cpus: tuple[tuple[str, int], ...] = ()
     origin: Span | str | None = field(default=None, compare=False)
