@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance import pod_relations
+from vpolicy.load.conf import default_conf_text, helm_default_conf_text
 
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
@@ -202,36 +203,9 @@ def distinct_sizes(rng: random.Random, count: int, *, cpu_range: tuple[int, int]
 
 # ---- confs -------------------------------------------------------------------------------------------
 
-DEFAULT_CONF = """actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
-
-HELM_CONF = """actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enablePreemptable: false
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-    enablePreemptable: false
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
+# Volcano's built-in conf and its Helm chart's: the texts vpolicy itself falls back to.
+DEFAULT_CONF = default_conf_text()
+HELM_CONF = helm_default_conf_text()
 
 
 def conf_text(actions: str, tiers: list[list[str | tuple[str, dict[str, Any]]]]) -> str:
