@@ -10,11 +10,10 @@ This module does not walk files (`vpolicy.load.cluster` does) and applies no plu
 """
 from __future__ import annotations
 
+from vpolicy.load.affinity import read_selector
 from vpolicy.load.fields import View
 from vpolicy.model import budgets
 from vpolicy.model.resources import Resources
-
-_LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 def read_pdb(obj: View) -> budgets.PodDisruptionBudget | None:
@@ -22,7 +21,7 @@ def read_pdb(obj: View) -> budgets.PodDisruptionBudget | None:
 
     meta = read_meta(obj, namespaced=True)
     spec, status = obj.mapping("spec"), obj.mapping("status")
-    selector = read_label_selector(spec.mapping("selector")) if spec and spec.has("selector") else None
+    selector = read_selector(spec.mapping("selector")) if spec and spec.has("selector") else None
     allowed = status.integer("disruptionsAllowed", default=0, minimum=0) if status else 0
     disrupted = status.mapping("disruptedPods") if status else None
     if meta is None:
@@ -45,27 +44,3 @@ def read_resource_quota(obj: View) -> budgets.ResourceQuota | None:
         return None
     return budgets.ResourceQuota(namespace=meta.namespace, name=meta.name, hard=Resources(hard or {}),
                                  used=Resources(used or {}), origin=meta.origin)
-
-
-def read_label_selector(view: View | None) -> budgets.LabelSelector | None:
-    """A metav1.LabelSelector; None for an absent (nil) selector."""
-    if view is None:
-        return None
-    labels = view.text_map("matchLabels")
-    requirements = []
-    for expr in view.mappings("matchExpressions"):
-        key = expr.text("key", required=True)
-        if not expr.has("operator"):
-            expr.missing("operator")
-            continue
-        operator = expr.choice("operator", _LABEL_OPERATORS, default="")
-        values = expr.texts("values")
-        if operator in ("In", "NotIn") and not values:
-            expr.bad_value("operator", f"{operator} needs at least one value", "add values: [...]")
-            continue
-        if operator in ("Exists", "DoesNotExist") and values:
-            expr.bad_value("values", f"must be empty for operator {operator}", "remove the values")
-            continue
-        if key and operator:
-            requirements.append(budgets.LabelRequirement(key=key, operator=operator, values=values))
-    return budgets.LabelSelector(match_labels=tuple(labels.items()), requirements=tuple(requirements))

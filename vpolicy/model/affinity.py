@@ -36,6 +36,10 @@ class LabelSelector:
     match_labels: tuple[tuple[str, str], ...] = ()
     match_expressions: tuple[Requirement, ...] = ()
 
+    def empty(self) -> bool:
+        """Kubernetes' `selector.Empty()`: no matchLabels and no matchExpressions."""
+        return not self.match_labels and not self.match_expressions
+
     def matches(self, labels: Mapping[str, str]) -> bool:
         for key, value in self.match_labels:
             if labels.get(key) != value:

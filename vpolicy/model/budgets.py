@@ -12,29 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from vpolicy.model.affinity import LabelSelector
 from vpolicy.model.resources import Resources, ZERO
 from vpolicy.source import Span
-
-
-@dataclass(frozen=True, slots=True)
-class LabelRequirement:
-    """One `matchExpressions` entry of a metav1.LabelSelector."""
-
-    key: str
-    operator: str  # In | NotIn | Exists | DoesNotExist
-    values: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """A metav1.LabelSelector: every matchLabels pair and every requirement must hold."""
-
-    match_labels: tuple[tuple[str, str], ...] = ()
-    requirements: tuple[LabelRequirement, ...] = ()
-
-    def empty(self) -> bool:
-        """Kubernetes' `selector.Empty()`: selects nothing in a PDB (and everything elsewhere)."""
-        return not self.match_labels and not self.requirements
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,19 +61,4 @@ class ResourceQuota:
 def selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
     """Whether a label selector matches a label set (a nil or empty selector matches nothing here, as
     Volcano's pdb plugin treats a PDB's selector)."""
-    if selector is None or selector.empty():
-        return False
-    get = labels.get
-    if any(get(k) != v for k, v in selector.match_labels):
-        return False
-    for req in selector.requirements:
-        value = get(req.key)
-        if req.operator == "In" and (value is None or value not in req.values):
-            return False
-        if req.operator == "NotIn" and value is not None and value in req.values:
-            return False
-        if req.operator == "Exists" and value is None:
-            return False
-        if req.operator == "DoesNotExist" and value is not None:
-            return False
-    return True
+    return selector is not None and not selector.empty() and selector.matches(labels)
