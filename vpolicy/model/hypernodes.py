@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Literal, Mapping, Sequence
 
+from vpolicy.model.affinity import LabelSelector, Requirement
 from vpolicy.source import Span
 
 # The name Volcano gives the virtual domain above every HyperNode (framework.ClusterTopHyperNode).
@@ -33,11 +34,8 @@ MemberType = Literal["Node", "HyperNode"]
 TopologyMode = Literal["hard", "soft"]
 
 
-@dataclass(frozen=True, slots=True)
-class LabelRequirement:
-    key: str
-    operator: str  # In | NotIn | Exists | DoesNotExist
-    values: tuple[str, ...] = ()
+# A matchExpressions entry, as in every other label selector of the model.
+LabelRequirement = Requirement
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,19 +123,7 @@ class TopologyProblem:
 
 def labels_match(match_labels: Mapping[str, str], expressions: Sequence[LabelRequirement],
                  labels: Mapping[str, str]) -> bool:
-    if any(labels.get(k) != v for k, v in match_labels.items()):
-        return False
-    for req in expressions:
-        present = req.key in labels
-        if req.operator == "In" and not (present and labels[req.key] in req.values):
-            return False
-        if req.operator == "NotIn" and present and labels[req.key] in req.values:
-            return False
-        if req.operator == "Exists" and not present:
-            return False
-        if req.operator == "DoesNotExist" and present:
-            return False
-    return True
+    return LabelSelector(tuple(match_labels.items()), tuple(expressions)).matches(labels)
 
 
 class HyperNodeTree:
