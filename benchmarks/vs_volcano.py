@@ -1,4 +1,4 @@
-"""`python -m benchmarks.vs_volcano --size S|M|L --workload steady|preemption`: vpolicy and Volcano's own
+"""`python -m benchmarks.vs_volcano --size S|M|L --workload steady|preemption|reclaim`: vpolicy and Volcano's own
 scheduler (the conformance oracle, volcano.sh/volcano v1.10.0) on the same snapshot and the same conf.
 
 The snapshot is `benchmarks.generate`'s, written once as the `kind: List` both engines read; vpolicy's
@@ -6,7 +6,7 @@ sessions run on that file loaded back (so both see the very same objects), Volca
 fresh scheduler cache per run. Times are each engine's own session: vpolicy's `run_session` (state
 built from the snapshot, every action, closing), Volcano's OpenSession + actions + CloseSession (its
 cache filled beforehand, as informers would have). The conf is Volcano's built-in one, with `preempt`
-added for the preemption workload (`benchmarks.run.policy_for`). Decisions are compared as
+added for the preemption workload, `reclaim` for the reclaim workload (`benchmarks.run.policy_for`). Decisions are compared as
 `python -m conformance.run` compares them (binds, pipelined pods, evictions, podgroup phases, up to
 interchangeable nodes, the phase rule as main has it); the differences are counted, not judged: at
 these sizes Volcano searches only part of the nodes for each task (vc-scheduler's default
@@ -103,7 +103,7 @@ def measure(size: str, workload: str, *, seed: int = 1, runs: int = 3) -> dict[s
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.vs_volcano", description=__doc__.split("\n")[0])
     parser.add_argument("--size", choices=sorted(gen.SIZES), required=True)
-    parser.add_argument("--workload", choices=("steady", "preemption"), required=True)
+    parser.add_argument("--workload", choices=("steady", *EVICTING_ACTIONS), required=True)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", action="store_true")
