@@ -5,11 +5,15 @@ import json
 
 import pytest
 
+from pathlib import Path
+
 from tests.harness.conftest import WriteScenario
 from vpolicy import cli
 from vpolicy.harness import scenario, testing
 from vpolicy.model.decisions import Decisions, Eviction, PodGroupStatus
 from vpolicy.source import Span
+
+DECLARED = str(Path(__file__).parent / "data" / "declared-property.vpol")
 
 HEADER = """\
 apiVersion: vpolicy/v1
@@ -155,3 +159,23 @@ metadata: {name: n9}
 status:
   allocatable: {cpu: "1", memory: 1Gi, pods: "110"}
 """
+
+
+def test_a_scenario_that_breaks_a_declared_property_fails(write_scenario: WriteScenario) -> None:
+    # declared-property.vpol says `nothing_ready` (false on purpose: allocate binds the pod) and
+    # `within_capability` (true); the scenario's own expectations all hold.
+    header = HEADER.format(name="breaks a property", binds="{ns/pg-w-0: n1}") + f"policy: {DECLARED}\n"
+    result = testing.run_scenario(scenario.load_scenario(write_scenario(header)))
+    assert result.outcome == "fail"
+    assert len(result.failures) == 1
+    assert result.failures[0].startswith("  property nothing_ready (")
+    assert result.failures[0].endswith(
+        "declared-property.vpol:19):\n    property nothing_ready held when the session opened and is false after it")
+
+
+def test_module_properties_are_checked_after_every_scenario(write_scenario: WriteScenario) -> None:
+    # pdb's `budgets_kept` holds here (no budgets), so a passing scenario stays passing with it on.
+    header = HEADER.format(name="pdb on", binds="{ns/pg-w-0: n1}") + (
+        'conf: |\n  actions: "allocate"\n  tiers:\n  - plugins:\n    - name: pdb\n    - name: predicates\n')
+    result = testing.run_scenario(scenario.load_scenario(write_scenario(header)))
+    assert (result.outcome, result.failures) == ("pass", [])

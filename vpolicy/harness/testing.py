@@ -19,11 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from vpolicy.engine.session import run_session
+from vpolicy.compile.lower import compile_module
+from vpolicy.engine.session import SessionResult, run_session
 from vpolicy.errors import Diagnostic, PolicyError
 from vpolicy.harness import coverage as rule_coverage
+from vpolicy.harness import explain_record, verify_props
 from vpolicy.harness import policy as policies
 from vpolicy.harness import scenario as scenarios
+from vpolicy.lang import load_module
 from vpolicy.model.decisions import Decisions
 from vpolicy.source import Span
 
@@ -171,10 +174,27 @@ def run_scenario(loaded: scenarios.Scenario, *, now: float = 0.0) -> CaseResult:
                    f"  at {Path(where.filename).name}:{where.lineno} in {where.name}")
         return CaseResult(loaded.name, loaded.file, False, [failure], {}, loaded.xfail)
     document = result.decisions.to_document()
-    failures = compare(loaded.expect, result.decisions)
+    failures = compare(loaded.expect, result.decisions) + property_failures(loaded, result, now=now)
     calls = result.decisions.stats.get("rule_calls", 0)
     return CaseResult(loaded.name, loaded.file, not failures, failures, document, loaded.xfail,
                       calls if isinstance(calls, int) else 0)
+
+
+def property_failures(loaded: scenarios.Scenario, result: SessionResult, *, now: float = 0.0) -> list[str]:
+    """One block per `property` of the policy's rule modules that held when the session opened and does
+    not hold after it: a scenario that passes its expectations still fails when it breaks what a module
+    promises (a property false from the start is the cluster's doing, not the policy's). A `policy:`
+    file's own properties are checked as well as those of the modules it uses."""
+    modules = [p.module for tier in loaded.policy.tiers for p in tier]
+    if loaded.header.policy.kind == "policy":
+        modules.append(compile_module(load_module(loaded.header.policy.path)))
+    declared = verify_props.module_properties(modules)
+    if not declared:
+        return []
+    when = now if loaded.now is None else loaded.now
+    observed = verify_props.Observed(loaded.cluster, loaded.policy, explain_record.Recorded(result), when)
+    return [f"  property {name} ({origin}):\n    {line}"
+            for name, (origin, check) in declared.items() for line in check(observed)]
 
 
 # comparing --------------------------------------------------------------------------------------------

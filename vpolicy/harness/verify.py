@@ -23,7 +23,6 @@ a counterexample it finds wins over a symbolic proof (which would then point at 
 """
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -210,25 +209,7 @@ def _load(file: str | None) -> tuple[CompiledPolicy, dict[str, tuple[str, verify
     if file is not None and _is_policy(file):
         modules.append(compile_module(load_module(file)))
         own = [term for _name, term, _fn, _label in modules[-1].properties]
-    declared: dict[str, tuple[str, verify_props.Check]] = {}
-    seen: set[str] = set()
-    for module in modules:
-        if module.file in seen:
-            continue
-        seen.add(module.file)
-        lets = [(name, fn) for name, _term, fn in module.session_lets]
-        for name, _term, fn, label in module.properties:
-            origin = f"{_rel(label.span.file)}:{label.span.line}"
-            declared[name] = (origin, verify_props.declared_check(fn, lets, module.name, name))
-    return policy, declared, own
-
-
-def _rel(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
+    return policy, verify_props.module_properties(modules), own
 
 
 def _search(run: VerifyRun, policy: CompiledPolicy, props: list[_Property], blind: verify_canon.Blind, *,

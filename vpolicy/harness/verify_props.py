@@ -21,9 +21,11 @@ the cluster the first one leaves. The proofs that need no search (structural and
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
+from vpolicy.compile.lower import CompiledModule
 from vpolicy.engine import validate
 from vpolicy.engine.runtime import Runtime
 from vpolicy.engine.session import CompiledPolicy
@@ -285,6 +287,30 @@ def advance(snapshot: snap.ClusterSnapshot, doc: dict[str, Any]) -> snap.Cluster
 
 
 # Declared properties -------------------------------------------------------------------------------------
+
+def module_properties(modules: Iterable[CompiledModule]) -> dict[str, tuple[str, Check]]:
+    """Every `property` the rule modules declare, by name, with where it is declared (`file:line`) and
+    its check on one session. `verify` proves them; `vpolicy test` checks them after every scenario."""
+    declared: dict[str, tuple[str, Check]] = {}
+    seen: set[str] = set()
+    for module in modules:
+        if module.file in seen:
+            continue
+        seen.add(module.file)
+        lets = [(name, fn) for name, _term, fn in module.session_lets]
+        for name, _term, fn, label in module.properties:
+            origin = f"{_relative(label.span.file)}:{label.span.line}"
+            declared[name] = (origin, declared_check(fn, lets, module.name, name))
+    return declared
+
+
+def _relative(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
 
 def declared_check(term_fn: Callable[[dict[str, Any]], Any], session_lets: list[tuple[str, Any]],
                    module_name: str, name: str) -> Check:
