@@ -21,6 +21,7 @@ from tests.engine.test_properties import HELM_ALL_ACTIONS
 from tests.strategies import clusters
 from vpolicy.engine import optimize
 from vpolicy.engine.actions import preempt as preempt_action
+from vpolicy.engine.actions import preempt_plan
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.session import CompiledPolicy, SessionResult, run_session
 from vpolicy.engine.validate import validate
@@ -378,7 +379,7 @@ def test_optimize_keeps_volcanos_preempt_where_cheaper_victims_place_less() -> N
     snap, policy = _room_for_another_queue()
     with pytest.MonkeyPatch.context() as m:
         merits = _spy_trials(m)
-        m.setattr(preempt_action, "plan_victims", lambda *args, **kwargs: None)
+        m.setattr(preempt_plan, "plan_victims", lambda *args, **kwargs: None)
         volcano, optimized = both(snap, policy)
     assert [mode for mode, _ in merits] == ["volcano", "optimize"]
     assert merits[1][1][0] < merits[0][1][0]  # its own run placed fewer GPUs
@@ -436,13 +437,13 @@ def test_the_plan_gives_a_preemptor_placed_within_its_job_room_not_other_jobs_vi
     assert set(volcano["pipelined"]) == {"ns/urgent-0", "ns/urgent-1"}  # type: ignore[arg-type]  # reason: JSON
     assert len(volcano["evictions"]) == 1  # type: ignore[arg-type]  # reason: JSON
     offered: dict[str, list[object]] = {}
-    real_plan = preempt_action.plan_victims
+    real_plan = preempt_plan.plan_victims
 
     def recording(preemptors: Any, options: Any, **kwargs: Any) -> Any:
         offered.update({p.name: list(options(p)) for p in preemptors})
         return real_plan(preemptors, options, **kwargs)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(preempt_action, "plan_victims", recording)
+        m.setattr(preempt_plan, "plan_victims", recording)
         optimized = run_session(snap, replace(policy, optimize_budget_s=None), mode="optimize")
     between, within = offered["urgent-0"], offered["urgent-1"]
     assert {o.node.name for o in between} == {"n1", "n2"}  # type: ignore[attr-defined]  # reason: Option

@@ -1,12 +1,12 @@
 """What every action works with: the runtime, the live state, node placement and the session outcome."""
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, TypeVar
 
 import numpy as np
 
+from vpolicy.engine.optimize import budget_clock
 from vpolicy.engine.placement import FitErrors, Placement
 from vpolicy.engine.runtime import Runtime
 from vpolicy.engine.state import JobInfo, NodeInfo, SessionState, TaskInfo
@@ -31,7 +31,7 @@ class ActionContext:
     # the conf's `configurations`: action name -> its arguments
     action_arguments: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     # what is left of the session budget (`CompiledPolicy.optimize_budget_s`, the time optimize's own
-    # runs of evicting actions may take together), and the perf_counter() time after which the run in
+    # runs of evicting actions may take together), and the `budget_clock()` time after which the run in
     # progress stops and Volcano's run of its action is kept; None: no limit
     budget_left: float | None = None
     deadline: float | None = None
@@ -144,7 +144,7 @@ class ActionContext:
         return self.mode == "optimize"
 
     def budget_spent(self) -> bool:
-        return self.deadline is not None and time.perf_counter() > self.deadline
+        return self.deadline is not None and budget_clock() > self.deadline
 
     def out_of_time(self) -> bool:
         """Whether an optimize run is past the session budget and must stop where it safely can (its

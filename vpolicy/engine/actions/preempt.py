@@ -7,24 +7,21 @@ until the preemptor fits; a node where it never fits gets its evictions rolled b
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
 
 from vpolicy.engine import optimize
+from vpolicy.engine.actions import preempt_plan
 from vpolicy.engine.actions.context import ActionContext
-from vpolicy.engine.actions.evict_common import candidates_on, fits_with, ordered_victims, useful_candidates
+from vpolicy.engine.actions.evict_common import fits_with, ordered_victims, useful_candidates
 from vpolicy.engine.heap import PriorityQueue, Queue
 from vpolicy.engine.placement import SPEC_READS, fits, task_key
 from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
-from vpolicy.engine.victim_plan import MAX_PAIRS, MIN_OPTIONS, Option, VictimPlan, cheapest_options, plan_victims
-from vpolicy.model.resources import Resources
 from vpolicy.model.snapshot import TaskStatus
 
 _PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
-PLAN_SECONDS = 60.0  # the most the joint victim plan may take when the session budget is unlimited (L: 8 s)
 # the two phases, named on the failure memo and on each pipeline operation (`Operation.phase`)
 OTHER_JOBS, SAME_JOB = "other-jobs", "same-job"
 
@@ -54,7 +51,8 @@ def run(ctx: ActionContext) -> None:
             tasks[job.key] = rt.task_queue(pending)
 
     if ctx.optimize and ctx.witness is not None:
-        ctx.victim_plan = _victim_plan(ctx, hosts, nowhere)
+        ctx.victim_plan = preempt_plan.victim_plan(ctx, hosts, nowhere, between=_other_job_same_queue,
+                                                   within=_same_job, same_job=SAME_JOB)
     while not queues.empty():
         queue = queues.pop()
         jobs = preemptors.get(queue.name)
@@ -111,75 +109,6 @@ def _preemptable(ctx: ActionContext) -> tuple[dict[str, np.ndarray], set[str]]:
                 mask[row[task.node_name]] = True
                 runs_victims.add(job.key)
     return hosts, runs_victims
-
-
-def _victim_plan(ctx: ActionContext, hosts: dict[str, np.ndarray], nowhere: np.ndarray) -> VictimPlan | None:
-    """The joint victim plan (`engine.victim_plan`) for the GPU preemptors Volcano's run of this action
-    placed: each may use a node its predicates allow, with the victims the rules allow it there now, in
-    the phase where Volcano's run placed it (`Operation.phase`). One placed between jobs may use a node
-    where its own victims (same queue, another job) could make room. One placed within its job (its
-    job no longer starving: the action comes back to it after the queue's turn) may evict only its
-    own job's tasks, so it may also use a node where other preemptors' victims could make the room
-    (in Volcano's run, often room a larger eviction left over). A preemptor with no such node is left
-    to the action's own choice; the plan with floors then keeps the room Volcano's run made. As in the
-    node walk, only nodes where its queue runs something preemptable (`hosts`) or where it fits
-    FutureIdle are looked at: no other node can offer it a victim or room."""
-    rt, placement = ctx.runtime, ctx.placement
-    assert ctx.witness is not None
-    placed = [op.task for op in ctx.witness if op.kind == "pipeline" and optimize.gpus(op.task.resreq)
-              and op.task.job is not None]
-    within_job = {op.task.uid for op in ctx.witness if op.kind == "pipeline" and op.phase == SAME_JOB}
-    kinds: dict[tuple[object, ...], list[Option]] = {}
-
-    def keep_for(p: TaskInfo) -> Callable[[TaskInfo], bool]:
-        return _same_job(p) if p.uid in within_job else _other_job_same_queue(p)
-
-    def options(p: TaskInfo) -> list[Option]:
-        assert p.job is not None
-        kind = (p.job.key, task_key(p, SPEC_READS), p.uid in within_job)
-        if kind not in kinds:
-            keep, others, found = keep_for(p), _other_job_same_queue(p), []
-            worth = hosts.get(p.job.queue.name, nowhere) | placement.fits_future(p)
-            rows = placement.preempt_rows(p)
-            for node in (placement.node_list[r] for r in rows[worth[rows]].tolist()):
-                candidates = candidates_on(node, keep)
-                victims = rt.victims("preemptable", p, candidates)[0] if candidates else []
-                room = victims + candidates_on(node, others) if p.uid in within_job else victims
-                if fits_with(room, p, node) and rt.predicate(p, node) is None:
-                    found.append(Option(node, tuple(victims)))
-            kinds[kind] = found
-        return kinds[kind]
-
-    planned = [p for p in placed if options(p)]
-    if not planned:
-        return None
-    if sum(len(options(p)) for p in planned) > MAX_PAIRS:  # L: the program alone would take seconds
-        limit = max(MIN_OPTIONS, MAX_PAIRS // len(planned))
-        pruned = {p.uid: cheapest_options(options(p), limit, need=optimize.gpus(p.resreq),
-                                          gpus=lambda t: optimize.gpus(t.resreq),
-                                          room=lambda n: optimize.gpus(n.future_idle),
-                                          keep=ctx.witness_nodes.get(p.uid))
-                  for p in planned}
-        options = lambda p: pruned[p.uid]  # noqa: E731  # reason: the same name below, pruned
-    planned_jobs = {p.job.key for p in planned if p.job is not None}
-    floors: dict[str, Resources] = {}
-    for op in ctx.witness if ctx.plan_floored else ():
-        if op.kind == "evict" and op.for_job in planned_jobs and op.task.job is not None:
-            name = op.task.job.queue.name
-            floors[name] = floors.get(name, Resources()) + op.task.resreq.without("pods")
-    budgets: dict[str, int] = {}
-    for p in planned:
-        keep = keep_for(p)
-        for option in options(p):
-            for v in option.victims:
-                if v.job is not None and v.job.key not in budgets:
-                    mine = [t for t in v.job.tasks if keep(t)]
-                    budgets[v.job.key] = len(rt.victims("preemptable", p, mine)[0])
-    left = ctx.deadline - time.perf_counter() if ctx.deadline is not None else PLAN_SECONDS
-    if left <= 0:
-        return None
-    return plan_victims(planned, options, gpus=lambda t: optimize.gpus(t.resreq), budgets=budgets,
-                        floors=floors, time_limit=min(left, PLAN_SECONDS))
 
 
 def _other_job_same_queue(preemptor: TaskInfo) -> Callable[[TaskInfo], bool]:
