@@ -161,7 +161,7 @@ def _dry_run(args: argparse.Namespace) -> int:
     from vpolicy.harness import dryrun, report
 
     phases.mark("startup")
-    run = dryrun.dry_run(args.cluster, policy=args.policy, conf=args.conf)
+    run = dryrun.dry_run(args.cluster, policy=args.policy, conf=args.conf, one_shot=True)
     for warning in run.snapshot.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     for line in run.policy_warnings:  # already `file:line:col: warning[code]: ...`

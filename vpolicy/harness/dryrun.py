@@ -4,6 +4,7 @@ Returns results and never prints (the CLI picks a reporter). Bad input surfaces 
 """
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from typing import Sequence, TextIO
 
@@ -32,8 +33,14 @@ class DryRun:
 
 
 def dry_run(cluster: Sequence[str], *, policy: str | None = None, conf: str | None = None,
-            now: float = 0.0) -> DryRun:
+            now: float = 0.0, one_shot: bool = False) -> DryRun:
+    """`one_shot`: the caller is a process that ends after this run (the CLI). The snapshot's objects are
+    then moved out of the cyclic garbage collector's reach (`gc.freeze`), so the collections that
+    compiling, the session and the report trigger no longer walk a big dump's millions of objects (the
+    realistic M dump: 0.6 CPU s less); what they leave is freed at exit."""
     snapshot = load_cluster(list(cluster))
+    if one_shot:
+        gc.freeze()
     compiled = policies.resolve(snapshot, policy=policy, conf=conf)
     phases.mark("compile")
     result = run_session(snapshot, compiled, now=now)
