@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
-from vpolicy.compile import evaluate, extender, ir, numa, pycode, relations, vcode, vectorize
+from vpolicy.compile import evaluate, extender, ir, numa, pycode, relations, topology, vcode, vectorize
 from vpolicy.compile.functions import FUNCTIONS
 from vpolicy.errors import Diagnostic, PolicyError
 from vpolicy.lang import ast
@@ -50,6 +50,9 @@ class CompiledRule:
     # pods placed per topology domain (recompute when a count the task reads changed), "any" = anything.
     depends: str = "any"
     reads: frozenset[str] = frozenset()  # attribute names the rule reads (its cache key is built from them)
+    # A node rule that reads of its node only the node's HyperNodes (`compile.topology.by_domain`): it
+    # answers every node of one lowest domain alike, so the engine asks it once per domain.
+    by_domain: bool = False
     # An order rule that sorts by expressions of a single operand, one after the other (`order_keys_of`):
     # a queue of jobs or queues can then order by keys computed once per push. Empty for any other rule.
     order_keys: tuple["OrderKey", ...] = ()
@@ -198,7 +201,8 @@ class _Lowerer:
                 vector = vcode.compile_node_rule(rule.term, (rule.params[0], rule.params[1]), functions, self.fns)
             except vcode.Unsupported:
                 pass
-        return replace(rule, vector=vector, depends=depends, reads=reads)
+        return replace(rule, vector=vector, depends=depends, reads=reads,
+                       by_domain=topology.by_domain(rule.term, rule.params[1], functions))
 
     # parameters ----------------------------------------------------------------------------------
     def _param_value(self, decl: ast.Param) -> Any:

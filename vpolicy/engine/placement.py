@@ -222,6 +222,9 @@ class _ClassView:
     total: np.ndarray | None
     synced: int  # entries of NodeArrays.changed already applied
     found: np.ndarray | None = None  # the rows of `feasible`, kept until one of them changes
+    # score rules reading anything (job state, say) that come after every rule of `total`, none of them
+    # normalised: asked over the candidate group on each choice and added to `total` in that same order
+    late: list[CompiledRule] = field(default_factory=list)
 
 
 class Placement:
@@ -231,6 +234,7 @@ class Placement:
         self.arrays = state.arrays
         self.node_list = list(state.nodes.values())
         self._numa: np.ndarray | None = None  # each node's NodeNuma or None (fixed for the session), by row
+        self._domains: np.ndarray | None = None  # each node's lowest HyperNode, numbered (`_domain_ids`)
         self.predicates = runtime.rules("predicate")
         self._static_predicates = [r for r in self.predicates if r.depends == "static"]
         self._dynamic_predicates = [r for r in self.predicates if r.depends != "static"]
@@ -317,7 +321,22 @@ class Placement:
         return self._scalar_values(rule, task, rows)
 
     def _scalar_values(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        if rule.by_domain and len(rows) > 1:  # one call per lowest domain, its answer on each of its nodes
+            domains = self._domain_ids()[rows]
+            if (domains == domains[0]).all():  # the usual case: rows of one domain (a domain's dry run)
+                return np.full(len(rows), float(self.rt._call(rule, task, self.node_list[rows[0]])))
+            _ids, first, where = np.unique(domains, return_index=True, return_inverse=True)
+            if len(first) < len(rows):
+                answers = np.array([float(self.rt._call(rule, task, self.node_list[rows[i]])) for i in first])
+                return answers[where.reshape(-1)]
         return np.array([float(self.rt._call(rule, task, self.node_list[i])) for i in rows])
+
+    def _domain_ids(self) -> np.ndarray:
+        """Each node row's lowest HyperNode as a number (0: none), for rules asked once per domain."""
+        if self._domains is None:
+            ids: dict[str, int] = {"": 0}
+            self._domains = np.array([ids.setdefault(n.hypernode, len(ids)) for n in self.node_list], dtype=np.int64)
+        return self._domains
 
     def _rule_values(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """A rule's answers on `rows`, from the cache when the rule allows it."""
@@ -480,33 +499,41 @@ class Placement:
         unknown = bool(a.unknown_dims(task.resreq))
         n = len(self.node_list)
         static_mask = self._static_mask(task) if self._static_predicates or self._pods_predicates else None
-        parts = self._score_parts(task)
+        parts, late = self._score_parts(task)
         needs, wants = self._needs(task)
         view = _ClassView(task, static_mask, parts or [], needs, wants, unknown, np.zeros(n, dtype=bool),
-                          np.zeros(n, dtype=bool), None if parts is None else np.zeros(n), len(a.changed))
+                          np.zeros(n, dtype=bool), None if parts is None else np.zeros(n), len(a.changed),
+                          late=late)
         self._refresh_rows(view, self._all_rows)
         return view
 
-    def _score_parts(self, task: TaskInfo) -> list[tuple[CompiledRule, np.ndarray | None]] | None:
-        """How the view sums node scores for this class, or None when it cannot keep them per node."""
+    def _score_parts(self, task: TaskInfo) -> tuple[list[tuple[CompiledRule, np.ndarray | None]] | None,
+                                                    list[CompiledRule]]:
+        """How the view sums node scores for this class, or None when it cannot keep them per node; and
+        the trailing rules asked on each choice (`_ClassView.late`)."""
         parts: list[tuple[CompiledRule, np.ndarray | None]] = []
         free = relation_free(task)
-        for rule in self.score_rules:
+        rules = self.score_rules
+        late: list[CompiledRule] = []
+        while rules and rules[-1].depends == "any" and rules[-1].normalize_weight is None:
+            late.insert(0, rules[-1])  # scores added after the cached sum: the same sum, in the same order
+            rules = rules[:-1]
+        for rule in rules:
             if rule.depends == "pods" and not free:
-                return None
+                return None, []
             static = rule.depends == "static" or (rule.depends == "pods" and free and not rule.reads & _USAGE)
             if rule.depends == "any" or (rule.normalize_weight is not None and not static):
-                return None
+                return None, []
             if _always_zero(rule.term):
                 continue
             if static:
                 raw = self._rule_values(rule, task, self._all_rows)
                 if rule.normalize_weight is not None and len(raw) and (raw != raw[0]).any():
-                    return None  # scaled by the candidate group's maximum: no per-node score
+                    return None, []  # scaled by the candidate group's maximum: no per-node score
                 parts.append((rule, rule_score(rule, raw, self.rt.env)))
             else:
                 parts.append((rule, None))
-        return parts
+        return parts, late
 
     def _refresh_rows(self, view: _ClassView, rows: np.ndarray) -> None:
         """Recompute the view on `rows` with the batched rules (the first build: every row)."""
@@ -649,7 +676,12 @@ class Placement:
         group = idle_rows if len(idle_rows) else rows
         if len(group) == 1:
             return self.node_list[int(group[0])], bool(len(idle_rows))
-        scores = view.total[group] if view.total is not None else self._scores_rows(task, group)
+        if view.total is None:
+            scores = self._scores_rows(task, group)
+        else:
+            scores = view.total[group]
+            for rule in view.late:
+                scores = scores + self._rule_values(rule, task, group)
         return self.node_list[int(group[int(scores.argmax())])], bool(len(idle_rows))
 
     def _packed_row(self, task: TaskInfo, view: _ClassView, rows: np.ndarray,
@@ -666,7 +698,12 @@ class Placement:
         if not idle:
             group = feasible
         scores = view.total
-        if scores is None:  # scores normalised over the candidates: computed on the group alone
+        if scores is not None and view.late:
+            members = np.flatnonzero(group)
+            scores = scores.copy()
+            for rule in view.late:
+                scores[members] += self._rule_values(rule, task, members)
+        elif scores is None:  # scores normalised over the candidates: computed on the group alone
             scores = np.zeros(len(self.node_list))
             members = np.flatnonzero(group)
             scores[members] = self._scores_rows(task, members)

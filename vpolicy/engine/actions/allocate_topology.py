@@ -79,6 +79,7 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
     tried: list[list[str]] = []
     placement = ctx.placement
     sample, placement.sample = placement.sample, False  # a domain is searched whole
+    fits = _fit_rows(ctx, pending)  # every trial is undone: the same FutureIdle before each
     try:
         for group in domain_gradients(ctx, job):
             tried.append(group)
@@ -87,7 +88,7 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
                 group = [planned, *(n for n in group if n != planned)]
             for name in group:
                 info = topo.info(name)
-                if not _any_fits(ctx, pending, topo.rows(name)):
+                if fits is not None and not fits[topo.rows(name)].any():
                     continue  # the dry run would place nothing there
                 job.failed_roles.clear()  # Volcano's ResetFitErr: each domain starts clean
                 worksheet = rt.task_queue(pending)
@@ -238,26 +239,23 @@ def retry_deferred(ctx: ActionContext, plan: domain_plan.Plan | None,
                 job.allocated_hypernode = ctx.state.topology.lca(job.allocated_hypernode, domain)
 
 
-def _any_fits(ctx: ActionContext, pending: list[TaskInfo], within: np.ndarray) -> bool:
-    # `within`: the domain's node rows
-    """Some pending task's request fits some node of the domain's FutureIdle (else a dry run there
-    places nothing: the resource check comes before every predicate)."""
+def _fit_rows(ctx: ActionContext, pending: list[TaskInfo]) -> np.ndarray | None:
+    """Per node row: some pending task's request fits the node's FutureIdle (a domain with no such node
+    is not tried: a dry run there places nothing, the resource check coming before every predicate);
+    None when some request names a resource no column holds (every domain is tried)."""
     arrays = ctx.placement.arrays
-    future = arrays.future[within]
-    if not len(future):
-        return False
+    out = np.zeros(len(arrays.future), dtype=bool)
     seen: set[int] = set()
     for task in pending:
         if id(task.resreq) in seen:
             continue
         seen.add(id(task.resreq))
         if arrays.unknown_dims(task.resreq):
-            return True  # a resource no column holds: let the dry run say
+            return None
         request = arrays.cached_vector(task.resreq)
         asked = request > 0  # only what it asks for: never prunes a domain Volcano's check would allow
-        if bool((future[:, asked] >= request[asked]).all(axis=1).any()):
-            return True
-    return False
+        out |= (arrays.future[:, asked] >= request[asked]).all(axis=1)
+    return out
 
 
 def domain_gradients(ctx: ActionContext, job: JobInfo) -> list[list[str]]:

@@ -1,0 +1,74 @@
+"""The network-topology node score's shortcuts decide as the plain node-by-node path does: a rule that
+sees its node only through the node's HyperNodes is asked once per lowest domain (`by_domain`), and a
+trailing score rule reading job state is added to the class's cached node scores (`_ClassView.late`)
+instead of every score being recomputed over the candidates."""
+from __future__ import annotations
+
+from typing import Any
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchmarks import topology as workload
+from vpolicy.compile.lower import compile_module
+from vpolicy.engine import placement
+from vpolicy.engine.session import run_session
+from vpolicy.lang import parse
+
+
+def _document(snapshot: Any, mode: str) -> dict[str, Any]:
+    document = run_session(snapshot, workload.policy(), mode=mode).decisions.to_document()
+    document.pop("stats")
+    return document
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(nodes=st.integers(min_value=16, max_value=64), seed=st.integers(min_value=0, max_value=10_000),
+       mode=st.sampled_from(workload.MODES), plain=st.sets(st.integers(min_value=0, max_value=40)))
+def test_scores_asked_per_domain_decide_as_asked_per_node(monkeypatch: pytest.MonkeyPatch, nodes: int, seed: int,
+                                                          mode: str, plain: set[int]) -> None:
+    snapshot, gangs = workload.generate(workload.Size("T", nodes, 1.5), seed=seed)
+    # some gangs without a networkTopology: their pods pack the fullest domains (the plugin's normal pods)
+    keys = {gang.key for i, gang in enumerate(gangs) if i in plain}
+    snapshot = dataclasses.replace(snapshot, podgroups=tuple(
+        dataclasses.replace(pg, network_topology=None) if pg.key in keys else pg for pg in snapshot.podgroups))
+    fast = _document(snapshot, mode)
+    with monkeypatch.context() as m:
+        # every node its own domain, and no cached class scores: each rule asked on each candidate node
+        m.setattr(placement.Placement, "_domain_ids", lambda self: np.arange(len(self.node_list)))
+        m.setattr(placement.Placement, "_score_parts", lambda self, task: (None, []))
+        slow = _document(snapshot, mode)
+    assert fast == slow
+
+
+def _rule(text: str) -> Any:
+    module = parse.parse_text("plugin p \"test\"\n" + text, "p.vpol")
+    return compile_module(module).rules["node_order"][0]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    pytest.param('rule r: node_order(task, node) = if node.hypernode == "" then 0 else len(node.hypernodes)',
+                 True, id="domains-only"),
+    pytest.param('let depth(n: node): number = len(n.hypernodes)\n'
+                 'rule r: node_order(task, node) = depth(node) * 2', True, id="through-a-helper"),
+    pytest.param('rule r: node_order(task, node) = if node.hypernode == node.name then 1 else 0',
+                 False, id="reads-the-name"),
+    pytest.param('let named(n: node): string = n.name\n'
+                 'rule r: node_order(task, node) = if named(node) == node.hypernode then 1 else 0',
+                 False, id="a-helper-reads-the-name"),
+    pytest.param('rule r: node_order(task, node) = len(node.hypernodes) + get(node.idle, "cpu")',
+                 False, id="reads-usage"),
+])
+def test_a_rule_is_asked_per_domain_only_when_it_reads_nothing_else_of_the_node(text: str, expected: bool) -> None:
+    assert _rule(text).by_domain is expected
+
+
+def test_the_shipped_topology_node_score_is_asked_per_domain() -> None:
+    plugin = next(p for tier in workload.policy().tiers for p in tier if p.name == "network-topology-aware")
+    rules = {r.name: r for r in plugin.module.rules["node_order"]}
+    assert rules["near_the_job"].by_domain
