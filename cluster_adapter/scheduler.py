@@ -52,6 +52,7 @@ from cluster_adapter.kube.informers import Informer
 from cluster_adapter.kube.leader import LeaderElector
 from cluster_adapter.kube.status import StatusWriter
 from cluster_adapter.metrics import Metrics
+from cluster_adapter.timestamps import local_zone
 from vpolicy.model import decisions as model_decisions
 from vpolicy.model.snapshot import ClusterSnapshot
 
@@ -162,6 +163,9 @@ class Scheduler:
         self.informers: list[Informer] = []
         self.instance = self.elector.identity if self.elector else f"{os.uname().nodename}_{uuid.uuid4().hex[:8]}"
         self.sessions = 0
+        # when each `every` rule last ran (tdm's evict period, rescheduling's interval): process-wide, as
+        # Volcano keeps lastEvictAt and util's last-executed times
+        self.rule_runs: dict[str, float] = {}
 
     # lifecycle --------------------------------------------------------------------------------------
     def start_informers(self) -> None:
@@ -216,13 +220,16 @@ class Scheduler:
             snapshot = self.cache.snapshot()
             for warning in snapshot.warnings:
                 log.debug("snapshot: %s", warning)
-            result = vpolicy.run_session(snapshot, self.policy.get(), now=self.wall(),
-                                         scheduler_names=(self.settings.scheduler_name,))
+            now = self.wall()
+            result = vpolicy.run_session(snapshot, self.policy.get(), now=now,
+                                         scheduler_names=(self.settings.scheduler_name,),
+                                         last_runs=self.rule_runs, timezone=local_zone(now))
         except Exception:  # noqa: BLE001  # reason: one failed session must not end the scheduler
             log.exception("session failed")
             self.metrics.sessions.labels(result="error").inc()
             return report
         decided = result.decisions
+        self.rule_runs.update(decided.rule_runs)
         if self.recorder is not None:
             self.recorder.write(snapshot, decided, now=self.wall())
         report.document = decided.to_document()

@@ -12,6 +12,13 @@ def rfc3339(epoch: float) -> str:
     return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def local_zone(epoch: float) -> datetime.tzinfo:
+    """The process's local time zone (TZ, else /etc/localtime) as it stands at `epoch`: the zone
+    Volcano's scheduler reads `time.Now()` in (tdm's daily windows)."""
+    zone = datetime.datetime.fromtimestamp(epoch).astimezone().tzinfo
+    return zone if zone is not None else datetime.timezone.utc
+
+
 def parse_rfc3339(text: object) -> float | None:
     """Epoch seconds of an RFC 3339 time; None for anything else (missing, empty, malformed)."""
     if not isinstance(text, str) or not text:

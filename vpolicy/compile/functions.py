@@ -204,9 +204,14 @@ def timestamp(text: Any) -> float:
     return parsed.timestamp()
 
 
-def time_of_day(at: float) -> float:
-    """Seconds since midnight, UTC, of an epoch time."""
-    return float(at) % 86_400.0
+def time_of_day(at: float, zone: datetime.tzinfo | None = None) -> float:
+    """Seconds since midnight of an epoch time, on the wall clock of `zone` (the session's time zone,
+    which lowering passes in; UTC without one). Volcano's tdm reads `time.Now()` in the scheduler's
+    local zone."""
+    if zone is None:
+        return float(at) % 86_400.0
+    local = datetime.datetime.fromtimestamp(float(at), zone)
+    return float(local.hour * 3600 + local.minute * 60 + local.second) + (float(at) % 1.0)
 
 
 def clock_time(text: Any) -> float:

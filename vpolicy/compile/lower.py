@@ -43,6 +43,9 @@ class CompiledRule:
     normalize_weight: evaluate.Closure | None = None
     normalize_reverse: bool = False
     normalize_mode: str = ""  # "" (plain or reverse), "minmax" or "spread" (lang.ast.NORMALIZE_MODES)
+    # `every S`: the period, in seconds of the session clock, that the rule runs at most once in
+    # (a session constant; `engine.runtime.Runtime` keeps the times it ran across sessions)
+    every: evaluate.Closure | None = None
     # Node rules (predicate, node_order) batched over nodes, or None when only the scalar form exists.
     vector: vectorize.VClosure | None = None
     # What the rule's answer depends on: "static" = the task's spec and the node's fixed fields (cache
@@ -244,6 +247,7 @@ class _Lowerer:
         weight = None
         if decl.normalize is not None:
             weight = self._compile(self.lower(decl.normalize.weight, scope))
+        every = self._compile(self.lower(decl.every, {})) if decl.every is not None else None
         params = tuple(b.name for b in decl.params)
         keys = order_keys_of(term, params) if decl.callback.endswith("_order") else None
         return CompiledRule(
@@ -253,6 +257,7 @@ class _Lowerer:
             reason=text(decl.reason), message=text(decl.message), unresolvable=decl.unresolvable,
             normalize_weight=weight, normalize_reverse=bool(decl.normalize and decl.normalize.reverse),
             normalize_mode=decl.normalize.mode if decl.normalize is not None else "",
+            every=every,
             order_keys=tuple(OrderKey(t, self._compile(t), descending) for t, descending in keys or ()))
 
     # expressions ---------------------------------------------------------------------------------
@@ -334,6 +339,8 @@ class _Lowerer:
             return ir.CallUser(self.module.name, fn.name, params, tuple(args))
         if e.func == "now" and not args:
             return ir.Var("$now")  # the session clock (builtins.FUNCTIONS["now"])
+        if e.func == "time_of_day" and len(args) == 1:
+            args.append(ir.Var("$tz"))  # read in the session's time zone (Runtime's `timezone`)
         if e.func not in self.fns:
             self.diags.append(Diagnostic("compile.unknown-function", f"unknown function '{e.func}'", e.span))
             return ir.Const(None)

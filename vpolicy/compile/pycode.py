@@ -202,8 +202,8 @@ class Generator:
         if isinstance(t, ir.Const):
             return self.const(t.value)
         if isinstance(t, ir.Var):
-            if t.name == "$now":
-                return "env['$now']"  # the session clock
+            if t.name in ("$now", "$tz"):
+                return f"env[{t.name!r}]"  # the session clock and its time zone
             return "cluster" if t.name == "cluster" else _ident(t.name)
         if isinstance(t, ir.SessionRef):
             return f"S[{(t.module, t.name)!r}]"

@@ -24,10 +24,11 @@ import functools
 import operator
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import timezone as dt_timezone, tzinfo
 from typing import TYPE_CHECKING, Any, Sequence
 
 from vpolicy.compile import evaluate, ir
@@ -181,10 +182,17 @@ class JobInvalid:
 
 
 class Runtime:
-    def __init__(self, tiers: Sequence[Sequence[PluginInstance]], state: SessionState, *, now: float = 0.0):
+    def __init__(self, tiers: Sequence[Sequence[PluginInstance]], state: SessionState, *, now: float = 0.0,
+                 last_runs: Mapping[str, float] | None = None, timezone: tzinfo | None = None):
         self.tiers = [list(t) for t in tiers]
         self.state = state
-        self.env: dict[str, Any] = {"cluster": state.cluster, "$session": {}, "$now": now}
+        # `$tz`: the zone `time_of_day` reads the session clock in (compile.functions.time_of_day)
+        self.env: dict[str, Any] = {"cluster": state.cluster, "$session": {}, "$now": now,
+                                    "$tz": timezone or dt_timezone.utc}
+        # `every` rules: when each last ran in this scheduler process (rule id -> session clock), and
+        # the ones that ran in this session (the caller carries them into the next session's last_runs)
+        self.last_runs: Mapping[str, float] = last_runs or {}
+        self.ran: dict[str, float] = {}
         self.calls = 0
         counts = _COVERAGE.get()
         if counts is not None:  # an instance attribute, so the class's plain `_call` stays as fast when off
@@ -527,12 +535,26 @@ class Runtime:
                         chosen.setdefault(task.uid, task)
             if chosen:
                 return list(chosen.values())
+                    if rule.every is not None and not self._due(rule):
+                        continue  # ran less than its period ago: no victims from it this session
         return []
 
 
 # Attributes that never change within a session, on tasks, jobs and queues alike: an order rule that
 # reads nothing else answers the same for the same values, so its answers are remembered by them.
 _FIXED_ATTRS = frozenset({"priority", "name", "namespace", "uid", "key", "role", "resreq", "best_effort",
+    def _due(self, rule: CompiledRule) -> bool:
+        """Whether an `every` rule runs in this session: never ran in this process, or ran at least its
+        period ago (Volcano's `lastEvictAt.Add(period).After(now)` skips); running it records the time."""
+        assert rule.every is not None
+        now = float(self.env["$now"])
+        key = rule.label.rule_id
+        last = self.ran.get(key, self.last_runs.get(key))
+        if last is not None and now < last + float(rule.every(dict(self.env))):
+            return False
+        self.ran[key] = now
+        return True
+
                           "priority_class_name", "weight"})
 
 

@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from typing import Iterator, Mapping, Sequence
 
 from vpolicy.engine.actions import ACTIONS
@@ -58,13 +59,17 @@ class SessionResult:
 
 def run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float = 0.0,
                 solver_budget_s: float = 0.1, scheduler_names: tuple[str, ...] = ("volcano",),
-                mode: str | None = None) -> SessionResult:
+                mode: str | None = None, last_runs: Mapping[str, float] | None = None,
+                timezone: tzinfo | None = None) -> SessionResult:
     """Run one session. `solver_budget_s` bounds the post-action gang feasibility checks (0 = none);
     pending pods are scheduled when their schedulerName is one of `scheduler_names` (or unset);
-    `mode` ("volcano" or "optimize") overrides the policy's own."""
+    `mode` ("volcano" or "optimize") overrides the policy's own. `last_runs`: when each `every` rule
+    last ran in this scheduler (the previous sessions' `Decisions.rule_runs`; none: never). `timezone`:
+    the zone `time_of_day` reads the clock in (Volcano: the scheduler's local time; default UTC)."""
     with _collector_paused():
         return _run_session(snapshot, policy, now=now, solver_budget_s=solver_budget_s,
-                            scheduler_names=scheduler_names, mode=mode)
+                            scheduler_names=scheduler_names, mode=mode, last_runs=last_runs,
+                            timezone=timezone)
 
 
 @contextmanager
@@ -90,10 +95,11 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float, solver_budget_s: float,
-                 scheduler_names: tuple[str, ...], mode: str | None) -> SessionResult:
+                 scheduler_names: tuple[str, ...], mode: str | None, last_runs: Mapping[str, float] | None,
+                 timezone: tzinfo | None) -> SessionResult:
     started = time.perf_counter()
     state = SessionState(snapshot, scheduler_names=scheduler_names)
-    runtime = Runtime(policy.tiers, state, now=now)
+    runtime = Runtime(policy.tiers, state, now=now, last_runs=last_runs, timezone=timezone)
     outcome = Outcome()
     ctx = ActionContext(runtime, state, Placement(runtime, state), outcome, policy.actions,
                         mode=optimize.check_mode(mode or policy.mode), action_arguments=policy.action_arguments)
@@ -125,6 +131,7 @@ def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: floa
     }
     if ctx.optimize_runs:
         decisions.stats["optimize"] = ctx.optimize_runs
+    decisions.rule_runs = dict(runtime.ran)
     return SessionResult(decisions, state, ctx)
 
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from pathlib import Path
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import LiteralScalarString
@@ -59,7 +61,8 @@ EXPECT_KEYS = tuple(EXPECT_EXAMPLES)
 MAP_EXPECTATIONS = tuple(k for k, v in EXPECT_EXAMPLES.items() if v.startswith("{"))
 LIST_EXPECTATIONS = tuple(k for k in EXPECT_KEYS if k not in MAP_EXPECTATIONS)
 POLICY_KEYS = ("conf", "conf_file", "policy")
-HEADER_KEYS = ("apiVersion", "kind", "name", "description", *POLICY_KEYS, "now", "expect", "xfail")
+HEADER_KEYS = ("apiVersion", "kind", "name", "description", *POLICY_KEYS, "now", "timezone", "last_runs", "expect",
+               "xfail")
 # What the values of each map expectation name (keys always name pods, except for podgroups).
 _NODE_VALUED = frozenset({"binds", "binds_include", "pipelined", "pipelined_include", "nominated"})
 _PHASES = tuple(p.value for p in PodGroupPhase)
@@ -120,6 +123,11 @@ class Header:
     xfail: str | None = None  # the known engine bug that makes this scenario fail (docs/scenarios.md)
     span: Span | None = field(default=None, compare=False)  # where `name` is written
     now: float | None = None  # the session clock (`now: 2024-05-01T12:00:00Z`); None: the runner's
+    # the zone the clock is read in (`timezone: Asia/Shanghai`, an IANA name); None: UTC
+    timezone: tzinfo | None = field(default=None, compare=False)
+    # `last_runs: {tdm.closed_zone_victims: 2024-05-01T11:59:30Z}`: when `every` rules last ran in the
+    # scheduler before this session (rule id -> epoch seconds); none listed: never
+    last_runs: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +156,14 @@ class Scenario:
     @property
     def now(self) -> float | None:
         return self.header.now
+
+    @property
+    def timezone(self) -> tzinfo | None:
+        return self.header.timezone
+
+    @property
+    def last_runs(self) -> Mapping[str, float]:
+        return self.header.last_runs
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -248,12 +264,15 @@ class _HeaderReader:
             self._error(BAD_VALUE, "xfail must say why the scenario is known to fail", self.file.value_span(doc, "xfail"),
                         'write e.g. xfail: "engine bug: ..."')
         now = self._now(doc)
+        zone = self._timezone(doc)
+        last_runs = self._last_runs(doc)
         policy = self._policy(doc)
         expect = self._expect(doc)
         if self.diagnostics or name is None or expect is None:
             return None
         return Header(name=name.strip(), file=self.name, expect=expect, policy=policy, description=description,
-                      xfail=xfail.strip() if xfail else None, span=self.file.value_span(doc, "name"), now=now)
+                      xfail=xfail.strip() if xfail else None, span=self.file.value_span(doc, "name"), now=now,
+                      timezone=zone, last_runs=last_runs)
 
     # header parts ---------------------------------------------------------------------------------
     def _now(self, doc: CommentedMap) -> float | None:
@@ -265,6 +284,37 @@ class _HeaderReader:
             self._error(BAD_VALUE, f"now must be an RFC 3339 time, not {doc['now']!r}", self.file.value_span(doc, "now"),
                         "write e.g. now: 2024-05-01T12:00:00Z")
         return seconds
+
+    def _timezone(self, doc: CommentedMap) -> tzinfo | None:
+        """`timezone`: the IANA zone the session clock is read in (tdm's daily windows)."""
+        if "timezone" not in doc:
+            return None
+        try:
+            return ZoneInfo(str(doc["timezone"]))
+        except (ValueError, ZoneInfoNotFoundError):
+            self._error(BAD_VALUE, f"timezone must be an IANA time zone name, not {doc['timezone']!r}",
+                        self.file.value_span(doc, "timezone"), "write e.g. timezone: Asia/Shanghai")
+            return None
+
+    def _last_runs(self, doc: CommentedMap) -> dict[str, float]:
+        """`last_runs`: rule id (`plugin.rule`) -> the RFC 3339 time its `every` period last started."""
+        runs: dict[str, float] = {}
+        given = doc.get("last_runs")
+        if given is None:
+            return runs
+        if not isinstance(given, CommentedMap):
+            self._error(BAD_VALUE, "last_runs must map rule ids to RFC 3339 times",
+                        self.file.value_span(doc, "last_runs"), "write e.g. last_runs: {tdm.closed_zone_victims: "
+                                                                 "2024-05-01T11:59:30Z}")
+            return runs
+        for key, value in given.items():
+            seconds = rfc3339_seconds(value)
+            if seconds is None:
+                self._error(BAD_VALUE, f"last_runs[{key}] must be an RFC 3339 time, not {value!r}",
+                            self.file.value_span(given, key), "write e.g. 2024-05-01T11:59:30Z")
+                continue
+            runs[str(key)] = seconds
+        return runs
 
     def _fixed(self, doc: CommentedMap, key: str, wanted: str) -> None:
         value = self._text(doc, key, required=True)

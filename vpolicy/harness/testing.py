@@ -165,7 +165,8 @@ def run_paths(paths: Sequence[str | Path], *, run: str | None = None, now: float
 def run_scenario(loaded: scenarios.Scenario, *, now: float = 0.0) -> CaseResult:
     """Run one session on the scenario's cluster and policy, and compare with its expectations."""
     try:
-        result = run_session(loaded.cluster, loaded.policy, now=now if loaded.now is None else loaded.now)
+        result = run_session(loaded.cluster, loaded.policy, now=now if loaded.now is None else loaded.now,
+                             last_runs=loaded.last_runs, timezone=loaded.timezone)
     except PolicyError:
         raise  # the policy's fault (a rule that cannot be evaluated): run_paths reports it as an error
     except Exception as exc:  # noqa: BLE001  # reason: an engine crash is a failed case, not a crashed run

@@ -225,7 +225,7 @@ NORMALIZE_MODES = ("minmax", "spread")
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """`rule NAME: CALLBACK(args) = expr [normalize ...] [unresolvable] [reason "..."] [message "..."]`."""
+    """`rule NAME: CALLBACK(args) = expr [normalize ...] [unresolvable] [reason "..."] [message "..."] [every S]`."""
 
     name: str
     callback: str
@@ -239,6 +239,9 @@ class Rule:
     span: Span = _span()
     name_span: Span = _span()
     callback_span: Span = _span()
+    # `every SECONDS`: the rule runs at most once per this many seconds of the session clock in one
+    # scheduler process (Volcano's process-wide throttles: tdm's evict period, rescheduling's interval)
+    every: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +327,8 @@ def declared_expressions(module: Module) -> Iterator[Expr]:
             yield from (e for e in (decl.reason, decl.message) if e is not None)
             if decl.normalize is not None:
                 yield decl.normalize.weight
+            if decl.every is not None:
+                yield decl.every
         elif isinstance(decl, Property):
             yield decl.body
         elif isinstance(decl, Tier):

@@ -339,7 +339,9 @@ FUNCTIONS: dict[str, Function] = {
                          "a Go duration (`1h2m3s`, `500ms`, `1.5h`) in seconds; -1 when the text is not one"),
     "timestamp": Function(("string",), "number",
                           "an RFC 3339 time (`2024-05-01T12:00:00Z`) as epoch seconds; -1 when the text is not one"),
-    "time_of_day": Function(("number",), "number", "seconds since midnight (UTC) of an epoch time"),
+    "time_of_day": Function(("number",), "number",
+                            "seconds since midnight of an epoch time on the session's wall clock: UTC, the live "
+                            "scheduler's local zone, or a scenario's `timezone:`"),
     "clock_time": Function(("string",), "number",
                            "a wall-clock time `H:MM` or `HH:MM` as seconds since midnight; -1 when the text is not one"),
     "split_by": Function(("string", "string"), "list[string]", "the text split at every separator, as written"),

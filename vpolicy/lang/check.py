@@ -40,6 +40,7 @@ CLAUSE_CALLBACKS = {
     "message": ("job_valid", "predicate"),
     "normalize": ("node_order",),
     "unresolvable": ("predicate",),
+    "every": ("victim_tasks",),
 }
 # Declarations allowed in each module kind; rules belong to plugins, which a policy's tiers order.
 ALLOWED_DECLS = {
@@ -528,6 +529,10 @@ class _ModuleChecker(ExprChecker):
             if text is not None:
                 present.append((kind, text.span))
                 self.expr(text, env)
+        if rule.every is not None:
+            present.append(("every", rule.every.span))
+            # a period of the whole session, not of one answer: the rule's arguments are not in scope
+            self.expect(rule.every, {}, types.NUMBER, what="an every period (seconds)")
         for kind, span in present:
             owners = CLAUSE_CALLBACKS[kind]
             if rule.callback in builtins.CALLBACKS and rule.callback not in owners:

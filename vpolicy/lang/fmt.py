@@ -7,7 +7,7 @@ docs/dsl.md §7 states for authors:
 - Declarations: one blank line between them; `param`s, and `let`s, that the source has directly under
   one of their kind stay together. A `let`/`rule`/`property` body that does not fit after its head
   starts on the next line, indented 4; rule clauses follow one per line (normalize, unresolvable,
-  reason, message); a `param` that does not fit puts its doc string on the next line.
+  reason, message, every); a `param` that does not fit puts its doc string on the next line.
 - `and`/`or` chains break before each operator, one operand per line under the first; arithmetic and
   comparisons break before an operator, as many operands per line as fit, the rest indented 4.
 - `if`/`else if`/`else` one branch per line; a `then` branch that does not fit goes on the next line
@@ -102,6 +102,8 @@ def _decl(decl: ast.Decl) -> L.Doc:
         for word, clause in (("reason", decl.reason), ("message", decl.message)):
             if clause is not None:
                 clauses.append(f"{word} {_interp(clause)}")
+        if decl.every is not None:
+            clauses.append(L.concat("every ", L.align(_expr(decl.every, _SUM))))
         lines = [L.concat(L.hardline, c) for c in clauses]
         return L.concat(_with_body(head, decl.body), L.nest(INDENT, L.concat(*lines)))
     if isinstance(decl, ast.Property):

@@ -352,6 +352,7 @@ class _Builder(Transformer[Token, object]):
         assert normalize is None or isinstance(normalize, ast.Normalize)
         return ast.Rule(str(name), str(callback), _binders(params) or (), _expr(body),
                         reason=reason, message=message, unresolvable="unresolvable" in seen, normalize=normalize,
+                        every=_expr(seen["every"].value) if "every" in seen else None,
                         doc=self.doc_above(meta), span=self.span(meta),
                         name_span=self.tok_span(name), callback_span=self.tok_span(callback))
 
@@ -370,6 +371,9 @@ class _Builder(Transformer[Token, object]):
 
     def message(self, meta: Meta, ch: list[Token]) -> _Opt:
         return _Opt("message", self.interp(ch[0]), self.span(meta))
+
+    def every(self, meta: Meta, ch: list[object]) -> _Opt:
+        return _Opt("every", ch[0], self.span(meta))
 
     def property(self, meta: Meta, ch: list[object]) -> ast.Property:
         name, body = ch

@@ -129,8 +129,6 @@ IMPLEMENTED_PLUGINS: tuple[str, ...] = (
 PARTIAL_PLUGINS: Mapping[str, str] = {
     "usage": "node usage is read from the nodes' `usage.volcano.sh/*` annotations; no Prometheus or "
              "Elasticsearch metrics source is queried",
-    "tdm": "windows are read in UTC (Volcano: the scheduler's local time), and closed zones are emptied "
-           "in every session with shuffle rather than once per tdm.evict.period",
     "task-topology": "buckets follow the session's live placements (Volcano keeps a placement its "
                      "statement later discarded), and a bucket too big for a node gives up its pods in "
                      "bucket order (Volcano: map order)",
@@ -138,8 +136,8 @@ PARTIAL_PLUGINS: Mapping[str, str] = {
                   "not generated, and CPUs given to pods bound in an earlier session that the Numatopology does "
                   "not show yet are not held back",
     "rescheduling": "lowNodeUtilization reads node usage from the nodes' `usage.volcano.sh/*` annotations "
-                    "(no metrics source is queried), runs in every session with shuffle rather than once per "
-                    "interval, and orders a node's pods by priority then best-effort (not full QoS classes)",
+                    "(no metrics source is queried), and orders a node's pods by priority then best-effort (not "
+                    "full QoS classes)",
     "extender": "onSessionCloseVerb is never sent, prioritize is asked about every Ready node (not only "
                 "those that passed the predicates), and request bodies carry a subset of Volcano's TaskInfo, "
                 "NodeInfo, JobInfo and QueueInfo fields",

@@ -41,6 +41,9 @@ class Decisions:
     annotations: dict[str, dict[str, str]] = field(default_factory=dict)
     queues: dict[str, dict[str, object]] = field(default_factory=dict)
     stats: dict[str, object] = field(default_factory=dict)
+    # the `every` rules that ran in this session (rule id -> session clock): not part of the document;
+    # a scheduler that runs sessions one after another passes them on as the next one's `last_runs`
+    rule_runs: dict[str, float] = field(default_factory=dict)
 
     def to_document(self) -> dict[str, object]:
         return {
