@@ -129,9 +129,6 @@ IMPLEMENTED_PLUGINS: tuple[str, ...] = (
 PARTIAL_PLUGINS: Mapping[str, str] = {
     "usage": "node usage is read from the nodes' `usage.volcano.sh/*` annotations; no Prometheus or "
              "Elasticsearch metrics source is queried",
-    "task-topology": "buckets follow the session's live placements (Volcano keeps a placement its "
-                     "statement later discarded), and a bucket too big for a node gives up its pods in "
-                     "bucket order (Volcano: map order)",
     "numa-aware": "only CPUs are placed by NUMA node: Volcano's GPU hints (nvidia.com/gpu over spec.gpuDetail) are "
                   "not generated, and CPUs given to pods bound in an earlier session that the Numatopology does "
                   "not show yet are not held back",
