@@ -181,8 +181,17 @@ RESOURCE_QUOTAS = Resource("resourcequotas", "v1", "ResourceQuota", "resourcequo
 # what numa-aware reads (written per node by Volcano's resource-exporter); optional like the above
 NUMATOPOLOGIES = Resource("numatopologies", "nodeinfo.volcano.sh/v1alpha1", "Numatopology", "numatopologies", False,
                           optional=True)
+# what predicates' VolumeZone, VolumeBinding and NodeVolumeLimits read; optional like the above (an API
+# emulator may serve none of them: no volumes, no attach limits)
+PERSISTENT_VOLUMES = Resource("persistentvolumes", "v1", "PersistentVolume", "persistentvolumes", False, optional=True)
+PERSISTENT_VOLUME_CLAIMS = Resource("persistentvolumeclaims", "v1", "PersistentVolumeClaim", "persistentvolumeclaims",
+                                    True, optional=True)
+STORAGE_CLASSES = Resource("storageclasses", "storage.k8s.io/v1", "StorageClass", "storageclasses", False,
+                           optional=True)
+CSI_NODES = Resource("csinodes", "storage.k8s.io/v1", "CSINode", "csinodes", False, optional=True)
 SCHEDULER_RESOURCES = (NODES, PODS, NAMESPACES, PRIORITY_CLASSES, QUEUES, PODGROUPS, VCJOBS, HYPERNODES, PDBS,
-                       RESOURCE_QUOTAS, NUMATOPOLOGIES)
+                       RESOURCE_QUOTAS, NUMATOPOLOGIES, PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS, STORAGE_CLASSES,
+                       CSI_NODES)
 EVENTS = Resource("events", "v1", "Event", "events", True)
 LEASES = Resource("leases", "coordination.k8s.io/v1", "Lease", "leases", True)
 

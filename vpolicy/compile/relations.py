@@ -15,7 +15,8 @@ import numpy as np
 
 # Built-ins whose answers follow the session's placements (see compile.lower.classify).
 PLACEMENT_FUNCTIONS = frozenset({"pods_in_domain", "pods_anywhere", "domain_min", "domain_count",
-                                 "placed_anti_affinity", "placed_preferred_affinity", "host_ports_free"})
+                                 "placed_anti_affinity", "placed_preferred_affinity", "host_ports_free",
+                                 "volume_limits_ok", "volume_binding_ok"})
 
 
 def _rows(index: Any, node: Any) -> tuple[np.ndarray, bool]:
@@ -101,6 +102,22 @@ def volume_node_affinity_ok(task: Any, node: Any) -> Any:
     return _answer(rel.index.volume_node_affinity_ok(task, rows), single, bool)
 
 
+def volume_limits_ok(task: Any, node: Any) -> Any:
+    rel = task.relations
+    if not rel.attachable or rel.index is None:
+        return True
+    rows, single = _rows(rel.index, node)
+    return _answer(rel.index.volume_limits_ok(task, rows), single, bool)
+
+
+def volume_binding_ok(task: Any, node: Any) -> Any:
+    rel = task.relations
+    if not rel.delayed_claims or rel.index is None:
+        return True
+    rows, single = _rows(rel.index, node)
+    return _answer(rel.index.volume_binding_ok(task, rows), single, bool)
+
+
 def host_ports_free(task: Any, node: Any) -> Any:
     rel = task.relations
     if not rel.host_ports:
@@ -124,7 +141,11 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "volume_node_affinity_ok": volume_node_affinity_ok,
     "missing_claims": lambda task: task.relations.missing_claims,
     "unbound_immediate_claims": lambda task: task.relations.unbound_immediate_claims,
+    "foreign_ephemeral_claims": lambda task: task.relations.foreign_claims,
+    "volume_limits_ok": volume_limits_ok,
+    "volume_binding_ok": volume_binding_ok,
 }
 # The same functions answer a NodeBatch with an array (compile.vectorize's `_vec_function`).
 VECTOR_FUNCTIONS = frozenset({"pods_in_domain", "has_label", "placed_anti_affinity", "placed_preferred_affinity",
-                              "host_ports_free", "image_bytes", "volume_zone_ok", "volume_node_affinity_ok"})
+                              "host_ports_free", "image_bytes", "volume_zone_ok", "volume_node_affinity_ok",
+                              "volume_limits_ok", "volume_binding_ok"})

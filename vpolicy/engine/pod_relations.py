@@ -22,15 +22,20 @@ NewSnapshot), and kube's InterPodAffinity reads owners from those lists alone; a
 on another node is not seen as an owner. The preferred owners of a pod that has preferred terms itself
 are read from every node (kube's PreScore lists all nodes then).
 
+Volumes counted per node (NodeVolumeLimits' attach limits, VolumeBinding's delayed claims) are kept by
+a `vpolicy.engine.volume_binding.VolumeBook` the index owns and tells of every move.
+
 The index does not decide anything: rules in policies/volcano/predicates.vpol and nodeorder.vpol do.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
+from vpolicy.engine.volume_binding import VolumeBook
 from vpolicy.model import affinity, volumes
 from vpolicy.model.snapshot import TaskStatus
 
@@ -82,7 +87,8 @@ class TaskRelations:
 
     __slots__ = ("pod_affinity", "pod_anti_affinity", "preferred_pod_affinity", "preferred_pod_anti_affinity",
                  "spread_constraints", "host_ports", "anti_owners", "preferred_owners", "queries", "key", "index",
-                 "images", "volumes", "missing_claims", "unbound_immediate_claims", "static_key")
+                 "images", "volumes", "missing_claims", "unbound_immediate_claims", "static_key", "attachable",
+                 "foreign_claims", "delayed_claims")
 
     def __init__(self) -> None:
         self.pod_affinity: list[Term] = []
@@ -100,6 +106,9 @@ class TaskRelations:
         self.volumes: tuple[volumes.PersistentVolume, ...] = ()  # the PVs its bound claims use
         self.missing_claims = 0  # claims the dump lacks (or bound to a PV it lacks)
         self.unbound_immediate_claims = 0  # unbound claims of a class that binds immediately
+        self.attachable: tuple[volumes.AttachedVolume, ...] = ()  # what NodeVolumeLimits counts of the pod
+        self.foreign_claims = 0  # generic ephemeral volumes whose claim another owner controls
+        self.delayed_claims: tuple[volumes.PersistentVolumeClaim, ...] = ()  # unbound, WaitForFirstConsumer
         self.static_key: tuple[Any, ...] = ()  # the part of `key` that never changes: images, volumes
 
 
@@ -139,10 +148,14 @@ class PodIndex:
         self._volumes = {v.name: v for v in snapshot.persistent_volumes}
         self._classes = {c.name: c for c in snapshot.storage_classes}
         self._default_class = next((c.name for c in snapshot.storage_classes if c.default), "")
+        self.volume_book = VolumeBook(snapshot.persistent_volumes, self._classes, snapshot.csi_nodes, _pv_fits_node)
         self.active = any(t.pod.relations.has_terms() or t.pod.relations.host_ports or t.pod.relations.claims
-                          or (t.pod.relations.images and self._image_states) for t in tasks)
+                          or t.pod.relations.inline_volumes or (t.pod.relations.images and self._image_states)
+                          for t in tasks)
         if not self.active:
             return
+        # a query no pod matches: tasks whose answers follow other tasks' volumes read it (`volume_query`)
+        self.volume_query = self._query(QueryKey(((None, frozenset()),), ""))
         for task in tasks:
             self._register_owner(task)
         for task in tasks:
@@ -198,7 +211,7 @@ class PodIndex:
 
     def _relations_of(self, task: "TaskInfo") -> TaskRelations:
         rel = task.pod.relations
-        if rel.has_terms() or rel.host_ports or rel.claims or self._owner_queries:
+        if rel.has_terms() or rel.host_ports or rel.claims or rel.inline_volumes or self._owner_queries:
             return self._build_relations(task)
         # related by its images alone (or by nothing), no placed pod's term to match: the answer depends
         # on the image list only, so the pods sharing one share it (a realistic dump's 20,000 pods)
@@ -237,10 +250,14 @@ class PodIndex:
         out.anti_owners, out.preferred_owners = self._owners_matching(task)
         own = [t.query for t in (*out.pod_affinity, *out.pod_anti_affinity, *out.preferred_pod_affinity,
                                  *out.preferred_pod_anti_affinity, *out.spread_constraints)]
-        out.queries = tuple(dict.fromkeys([*own, *out.anti_owners, *(q for q, _w in out.preferred_owners)]))
+        # attach limits and delayed binding follow other tasks' placements: such a task is never relation-free
+        related = [self.volume_query] if out.attachable or out.delayed_claims else []
+        out.queries = tuple(dict.fromkeys([*own, *out.anti_owners, *(q for q, _w in out.preferred_owners),
+                                           *related]))
         out.static_key = (out.images, tuple(v.name for v in out.volumes), out.missing_claims,
-                          out.unbound_immediate_claims)
-        if not out.queries and not out.host_ports and out.static_key == ((), (), 0, 0):
+                          out.unbound_immediate_claims, out.attachable, out.foreign_claims,
+                          tuple(c.key for c in out.delayed_claims))
+        if not out.queries and not out.host_ports and out.static_key == NO_STATIC_KEY:
             return NO_TASK_RELATIONS
         matched = tuple(q for q in own if self._matches(task, self.keys[q].scopes))
         out.key = (out.queries, matched, out.host_ports, out.static_key,
@@ -249,24 +266,39 @@ class PodIndex:
 
     def _resolve_claims(self, task: "TaskInfo", out: TaskRelations) -> None:
         """The pod's claims as VolumeBinding's PreFilter sorts them: bound (their PVs), missing (no such
-        claim, or bound to no such PV), unbound of a WaitForFirstConsumer class (left to provisioning,
-        which vpolicy does not model: they restrict nothing), unbound otherwise (Immediate)."""
-        bound = []
+        claim, or bound to no such PV), a generic ephemeral volume's claim the pod does not control,
+        unbound of a WaitForFirstConsumer class (matched per node, `VolumeBook`), unbound otherwise
+        (Immediate); and what NodeVolumeLimits counts of them and of the pod's inline disks, when the
+        cluster has CSINodes (no CSINode: no limit anywhere)."""
+        bound, delayed, attachable = [], [], []
+        counting = bool(self.volume_book.csi_nodes)
         for name in task.pod.relations.claims:
-            claim = self._claims.get(f"{task.namespace}/{name.replace('{pod}', task.name)}")
+            key = f"{task.namespace}/{name.replace('{pod}', task.name)}"
+            claim = self._claims.get(key)
+            pv = self._volumes.get(claim.volume_name) if claim is not None and claim.volume_name else None
+            if counting and (found := self.volume_book.attachable(claim, pv, key)) is not None:
+                attachable.append(found)
             if claim is None:
                 out.missing_claims += 1
+            elif name.startswith("{pod}") and claim.owner_uid != task.uid:
+                out.foreign_claims += 1
             elif claim.volume_name:
-                pv = self._volumes.get(claim.volume_name)
                 if pv is None:
                     out.missing_claims += 1
                 else:
                     bound.append(pv)
             else:
-                cls = self._classes.get(claim.storage_class if claim.storage_class is not None else self._default_class)
+                class_name = claim.storage_class if claim.storage_class is not None else self._default_class
+                cls = self._classes.get(class_name)
                 if cls is None or cls.binding_mode != volumes.WAIT_FOR_FIRST_CONSUMER:
                     out.unbound_immediate_claims += 1
+                else:
+                    delayed.append(dataclasses.replace(claim, storage_class=class_name))
         out.volumes = tuple(bound)
+        out.delayed_claims = tuple(delayed)
+        if counting:
+            attachable += task.pod.relations.inline_volumes
+        out.attachable = tuple(dict.fromkeys(attachable))
 
     # what the volume built-ins answer (fixed for the session) -----------------------------------
     def volume_zone_ok(self, task: "TaskInfo", rows: np.ndarray) -> np.ndarray:
@@ -300,6 +332,14 @@ class PodIndex:
             node = self.nodes[i]
             out[k] = all(any(functions.term_matches(t, node.labels, node.name) for t in terms) for terms in constrained)
         return out
+
+    def volume_limits_ok(self, task: "TaskInfo", rows: np.ndarray) -> np.ndarray:
+        """kube's NodeVolumeLimits on each row (`VolumeBook.limits_ok`)."""
+        return np.array([self.volume_book.limits_ok(task, self.nodes[i]) for i in rows.tolist()], dtype=bool)
+
+    def volume_binding_ok(self, task: "TaskInfo", rows: np.ndarray) -> np.ndarray:
+        """kube's VolumeBinding for delayed claims on each row (`VolumeBook.binding_ok`)."""
+        return np.array([self.volume_book.binding_ok(task, self.nodes[i]) for i in rows.tolist()], dtype=bool)
 
     def _eligible(self, task: "TaskInfo", c: affinity.SpreadConstraint, keys: list[str]) -> np.ndarray:
         """Rows whose pods a spread constraint counts: nodes with every topology key of the pod's
@@ -372,6 +412,9 @@ class PodIndex:
         """A task was added to (sign 1) or removed from (-1) the node at `row`."""
         if not self.active:
             return
+        if task.relations.delayed_claims:
+            self.volume_book.moved(task, self.nodes[row], sign)
+            self.versions[self.volume_query] += 1
         terminating = task.status is TaskStatus.RELEASING
         for q in self._membership(task):
             if terminating and self.keys[q].skip_terminating:
@@ -504,6 +547,15 @@ class PodIndex:
             used = [p for other in self.nodes[i].tasks if other is not task for p in other.pod.relations.host_ports]
             out[k] = not any(w.conflicts(u) for w in wanted for u in used)
         return out
+
+
+NO_STATIC_KEY: tuple[Any, ...] = ((), (), 0, 0, (), 0, ())  # TaskRelations.static_key relating to nothing
+
+
+def _pv_fits_node(terms: Any, node: "NodeInfo") -> bool:
+    from vpolicy.compile import functions  # the node-selector-term matching the predicates use
+
+    return any(functions.term_matches(t, node.labels, node.name) for t in terms)
 
 
 def _image_states(nodes: list["NodeInfo"]) -> dict[str, tuple[int, np.ndarray]]:

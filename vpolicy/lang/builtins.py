@@ -327,6 +327,17 @@ FUNCTIONS: dict[str, Function] = {
     "unbound_immediate_claims": Function(("task",), "int",
                                          "the task's unbound claims whose StorageClass binds Immediately (or "
                                          "that have no class): kube's VolumeBinding PreFilter refuses the pod"),
+    "foreign_ephemeral_claims": Function(("task",), "int",
+                                         "the task's generic ephemeral volumes whose claim exists but is not "
+                                         "controlled by the pod (kube's VolumeBinding PreFilter refuses it)"),
+    "volume_limits_ok": Function(("task", "node"), "bool",
+                                 "kube's NodeVolumeLimits: the task's CSI volumes (and migrated in-tree disks) not "
+                                 "yet on the node, with the node's, stay within each driver's CSINode "
+                                 "allocatable.count; follows placements"),
+    "volume_binding_ok": Function(("task", "node"), "bool",
+                                  "kube's VolumeBinding for unbound WaitForFirstConsumer claims: each finds an "
+                                  "available PV for the node (not taken by a task placed earlier) or a class "
+                                  "that provisions there; follows placements"),
     "host_ports_free": Function(("task", "node"), "bool",
                                 "no pod on the node holds a host port (IP, protocol, port) the task asks for"),
     "half": Function(("number",), "number", "x / 2 (kept for readability of balanced scores)"),

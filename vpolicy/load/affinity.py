@@ -10,7 +10,7 @@ Called by `vpolicy.load.kinds.read_pod_spec`; it does not read anything else of 
 from __future__ import annotations
 
 from vpolicy.load.fields import View
-from vpolicy.model import affinity
+from vpolicy.model import affinity, volumes
 
 _LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 _UNSATISFIABLE = (affinity.DO_NOT_SCHEDULE, affinity.SCHEDULE_ANYWAY)
@@ -31,7 +31,8 @@ def read_relations(spec: View, containers: list[View], inits: list[View]) -> aff
         required_affinity=_required(pod_affinity), required_anti_affinity=_required(anti),
         preferred_affinity=_preferred(pod_affinity), preferred_anti_affinity=_preferred(anti),
         spread=tuple(c for c in (_spread(v) for v in spec.mappings("topologySpreadConstraints")) if c),
-        host_ports=_host_ports(containers), images=_images([*inits, *containers]), claims=_claims(spec))
+        host_ports=_host_ports(containers), images=_images([*inits, *containers]), claims=_claims(spec),
+        inline_volumes=tuple(v for volume in spec.mappings("volumes") if (v := in_tree_volume(volume)) is not None))
     return relations if relations != affinity.NO_RELATIONS else affinity.NO_RELATIONS
 
 
@@ -139,6 +140,23 @@ def _claims(spec: View) -> tuple[str, ...]:
         elif volume.has("ephemeral"):
             out.append(f"{{pod}}-{volume.text('name')}")
     return tuple(out)
+
+
+def in_tree_volume(source: View) -> volumes.AttachedVolume | None:
+    """A volume source (a pod's volume, a PV's spec) of an in-tree plugin that CSI migration moves to a
+    driver (`volumes.MIGRATABLE`), as NodeVolumeLimits counts it; None for any other source. The disk id
+    is the handle (an EBS `aws://zone/vol-x` id counts as `vol-x`, as csi-translation-lib writes it)."""
+    for plugin, (driver, key, id_key) in volumes.MIGRATABLE.items():
+        found = source.mapping(key)
+        if found is None:
+            continue
+        disk = found.text(id_key, required=True)
+        if not disk:
+            return None
+        if plugin == "kubernetes.io/aws-ebs" and disk.startswith("aws://"):
+            disk = disk.rsplit("/", 1)[-1]
+        return volumes.AttachedVolume(driver, disk, plugin)
+    return None
 
 
 def _images(containers: list[View]) -> tuple[str, ...]:

@@ -46,7 +46,7 @@ _KNOWN: dict[tuple[str, str], str] = {
     ("batch.volcano.sh", "Job"): "jobs", ("topology.volcano.sh", "HyperNode"): "hypernodes",
     ("policy", "PodDisruptionBudget"): "pdbs", ("", "ResourceQuota"): "resource_quotas",
     ("", "PersistentVolume"): "persistent_volumes", ("", "PersistentVolumeClaim"): "persistent_volume_claims",
-    ("storage.k8s.io", "StorageClass"): "storage_classes",
+    ("storage.k8s.io", "StorageClass"): "storage_classes", ("storage.k8s.io", "CSINode"): "csi_nodes",
     ("nodeinfo.volcano.sh", "Numatopology"): "numatopologies",
 }
 _KINDS = frozenset(kind for _, kind in _KNOWN)
@@ -73,6 +73,7 @@ class _Objects:
     persistent_volume_claims: list[View] = field(default_factory=list)
     storage_classes: list[View] = field(default_factory=list)
     numatopologies: list[View] = field(default_factory=list)
+    csi_nodes: list[View] = field(default_factory=list)
 
 
 def load_cluster(paths: Sequence[str | Path] | str | Path, *, fast: bool | None = None) -> snapshot.ClusterSnapshot:
@@ -209,6 +210,8 @@ def _build(objects: _Objects, problems: Problems) -> snapshot.ClusterSnapshot:
                     if (c := volumes.read_persistent_volume_claim(o)) is not None])
     classes_ = _unique(problems, seen, "StorageClass", [(s, s.name, _origin(o)) for o in objects.storage_classes
                                                         if (s := volumes.read_storage_class(o)) is not None])
+    csi_nodes = _unique(problems, seen, "CSINode", [(cn, cn.name, _origin(o)) for o in objects.csi_nodes
+                                                    if (cn := volumes.read_csi_node(o)) is not None])
     numatopologies = _unique(problems, seen, "Numatopology", [(t, t.name, _origin(v)) for v in objects.numatopologies
                                                               if (t := numa.read_numatopology(v)) is not None])
     conf = _find_conf(objects.configmaps, problems)
@@ -219,6 +222,7 @@ def _build(objects: _Objects, problems: Problems) -> snapshot.ClusterSnapshot:
         queues=_with_default_queues(queues), priority_classes=tuple(classes), namespaces=tuple(namespaces),
         namespace_labels={m.name: m.labels for m in namespace_metas},
         persistent_volumes=tuple(pvs), persistent_volume_claims=tuple(pvcs), storage_classes=tuple(classes_),
+        csi_nodes=tuple(csi_nodes),
         conf_text=conf.text if conf else None, conf_origin=conf.origin if conf else None,
         conf_line_offset=conf.line_offset if conf else None, conf_col_offset=conf.col_offset if conf else 0,
         warnings=problems.warnings, deferred_pods=derived.deferred_pods, hypernodes=tuple(hypernodes),

@@ -38,7 +38,9 @@ POD_SPEC: Shape = {
     "containers": [_CONTAINER], "initContainers": [_CONTAINER], "overhead": KEEP, "schedulerName": KEEP,
     "priority": KEEP, "priorityClassName": KEEP, "nodeName": KEEP, "nodeSelector": KEEP, "affinity": KEEP,
     "tolerations": KEEP, "preemptionPolicy": KEEP, "schedulingGates": KEEP, "topologySpreadConstraints": KEEP,
-    "volumes": [{"name": KEEP, "persistentVolumeClaim": KEEP, "ephemeral": KEEP}],  # VolumeZone, VolumeBinding
+    # VolumeZone, VolumeBinding; NodeVolumeLimits counts the migratable in-tree sources
+    "volumes": [{"name": KEEP, "persistentVolumeClaim": KEEP, "ephemeral": KEEP, "awsElasticBlockStore": KEEP,
+                 "gcePersistentDisk": KEEP, "azureDisk": KEEP, "cinder": KEEP}],
 }
 
 SHAPES: dict[str, Shape] = {
@@ -53,9 +55,12 @@ SHAPES: dict[str, Shape] = {
     "Queue": {"metadata": META, "spec": KEEP, "status": {"state": KEEP}},
     "PodGroup": {"metadata": META, "spec": KEEP, "status": {"phase": KEEP, "conditions": KEEP}},
     "ConfigMap": {"metadata": META, "data": KEEP},
-    "PersistentVolume": {"metadata": META, "spec": {"nodeAffinity": KEEP, "storageClassName": KEEP}},
-    "PersistentVolumeClaim": {"metadata": META, "spec": {"volumeName": KEEP, "storageClassName": KEEP}},
-    "StorageClass": {"metadata": META, "volumeBindingMode": KEEP},
+    "PersistentVolume": {"metadata": META, "spec": KEEP, "status": {"phase": KEEP}},
+    "PersistentVolumeClaim": {"metadata": META, "spec": {"volumeName": KEEP, "storageClassName": KEEP,
+                                                         "resources": KEEP, "accessModes": KEEP, "selector": KEEP,
+                                                         "volumeMode": KEEP}},
+    "StorageClass": {"metadata": META, "volumeBindingMode": KEEP, "provisioner": KEEP, "allowedTopologies": KEEP},
+    "CSINode": {"metadata": META, "spec": KEEP},
     "Numatopology": {"metadata": META, "spec": {"policies": KEEP, "resReserved": KEEP, "numares": KEEP,
                                                 "cpuDetail": KEEP}},
 }

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from vpolicy.model.volumes import AttachedVolume
+
 
 HOSTNAME_KEY = "kubernetes.io/hostname"
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -120,6 +122,8 @@ class PodRelations:
     host_ports: tuple[HostPort, ...] = ()
     images: tuple[str, ...] = field(default=(), compare=True)
     claims: tuple[str, ...] = ()  # PersistentVolumeClaim names (of the pod's namespace) its volumes use
+    # its inline in-tree volumes that a CSI driver may serve (awsElasticBlockStore, ...): NodeVolumeLimits
+    inline_volumes: tuple[AttachedVolume, ...] = ()
 
     def has_terms(self) -> bool:
         return bool(self.required_affinity or self.required_anti_affinity or self.preferred_affinity

@@ -18,7 +18,7 @@ from typing import Mapping
 from vpolicy.model.budgets import PodDisruptionBudget, ResourceQuota
 from vpolicy.model.numa import NumaTopology
 from vpolicy.model.affinity import NO_RELATIONS, PodRelations
-from vpolicy.model.volumes import PersistentVolume, PersistentVolumeClaim, StorageClass
+from vpolicy.model.volumes import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from vpolicy.model.hypernodes import HyperNode, NetworkTopology, SubGroupPolicy
 from vpolicy.model.resources import Resources, ZERO
 from vpolicy.source import Span
@@ -267,6 +267,7 @@ class ClusterSnapshot:
     persistent_volumes: tuple[PersistentVolume, ...] = ()
     persistent_volume_claims: tuple[PersistentVolumeClaim, ...] = ()
     storage_classes: tuple[StorageClass, ...] = ()
+    csi_nodes: tuple[CSINode, ...] = ()  # storage.k8s.io CSINodes: per-driver attach limits (NodeVolumeLimits)
     conf_text: str | None = None  # a volcano-scheduler.conf found in a ConfigMap of the dump
     conf_origin: Span | None = None  # a literal block (`|`): its first content line; else the value
     # Line L, column C of conf_text is dump line L + conf_line_offset, column C + conf_col_offset

@@ -17,6 +17,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
+from vpolicy.model import affinity as _affinity
 from vpolicy.model import snapshot as snap
 from vpolicy.model.decisions import Decisions, Eviction, PodGroupStatus
 from vpolicy.model.resources import Resources
@@ -98,6 +99,7 @@ def decode_field(cls: type[Any], name: str, value: Json) -> Any:
     return _decode_as(_hints(cls)[name], value)
 
 
+_MODEL_NAMES: dict[str, Any] = {**vars(_affinity), **vars(snap)}
 _FIELDS: dict[type[Any], tuple[dataclasses.Field[Any], ...]] = {}
 _HINTS: dict[type[Any], dict[str, Any]] = {}
 
@@ -111,7 +113,9 @@ def _fields(cls: type[Any]) -> tuple[dataclasses.Field[Any], ...]:
 
 def _hints(cls: type[Any]) -> dict[str, Any]:
     if cls not in _HINTS:
-        hints = typing.get_type_hints(cls)
+        # the model's modules name each other's types only for type checkers (vpolicy.model.volumes does,
+        # to avoid an import cycle): resolve those names in the model's namespace
+        hints = typing.get_type_hints(cls, localns=_MODEL_NAMES)
         _HINTS[cls] = {f.name: hints[f.name] for f in _fields(cls)}
     return _HINTS[cls]
 
