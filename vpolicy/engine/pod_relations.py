@@ -149,6 +149,7 @@ class PodIndex:
         self._classes = {c.name: c for c in snapshot.storage_classes}
         self._default_class = next((c.name for c in snapshot.storage_classes if c.default), "")
         self.volume_book = VolumeBook(snapshot.persistent_volumes, self._classes, snapshot.csi_nodes, _pv_fits_node)
+        self._limits = self.volume_book.limits_anywhere(self.nodes)  # any attach limit to count against
         self.active = any(t.pod.relations.has_terms() or t.pod.relations.host_ports or t.pod.relations.claims
                           or t.pod.relations.inline_volumes or (t.pod.relations.images and self._image_states)
                           for t in tasks)
@@ -271,7 +272,7 @@ class PodIndex:
         (Immediate); and what NodeVolumeLimits counts of them and of the pod's inline disks, when the
         cluster has CSINodes (no CSINode: no limit anywhere)."""
         bound, delayed, attachable = [], [], []
-        counting = bool(self.volume_book.csi_nodes)
+        counting = self._limits
         for name in task.pod.relations.claims:
             key = f"{task.namespace}/{name.replace('{pod}', task.name)}"
             claim = self._claims.get(key)

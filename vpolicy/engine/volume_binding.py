@@ -10,8 +10,8 @@ asks it; the DSL reads the answers through `volume_limits_ok` and `volume_bindin
   provisioner and a handle unique to the claim, an inline in-tree disk. An in-tree one counts against
   its CSI driver only on nodes whose CSINode lists the plugin as migrated. On a node with a CSINode,
   the pod's pairs not already used on the node, per driver, plus the unique pairs of the node's pods,
-  must not exceed the driver's `allocatable.count`. A node without a CSINode, or a driver without a
-  count, has no limit.
+  must not exceed the driver's `allocatable.count` (or, failing one, the node's allocatable
+  `attachable-volumes-csi-<driver>`). A driver with neither has no limit.
 - **Delayed binding** (kube's volumebinding FindPodVolumes): each unbound claim of a
   WaitForFirstConsumer class needs, on the node, an available PV of its class (not taken, no other
   claim's claimRef, access modes, volume mode, size, selector, node affinity), the smallest such, claims
@@ -31,7 +31,8 @@ from vpolicy.model import affinity, volumes
 if TYPE_CHECKING:
     from vpolicy.engine.state import NodeInfo, TaskInfo
 
-UNBOUND_PREFIX = "~unbound"  # kube prefixes an unbound claim's handle with a random string
+UNBOUND_PREFIX = "~unbound"
+ATTACH_LIMIT_PREFIX = "attachable-volumes-csi-"  # kube prefixes an unbound claim's handle with a random string
 
 
 class VolumeBook:
@@ -47,6 +48,10 @@ class VolumeBook:
         self._taken: dict[str, str] | None = None  # claim key -> PV name, for the tasks in `_placed`
 
     # attach limits ---------------------------------------------------------------------------------
+    def limits_anywhere(self, nodes: Iterable["NodeInfo"]) -> bool:
+        """Whether any node has an attach limit (if none, volumes need not be resolved for counting)."""
+        return bool(self.csi_nodes) or any(_node_limits(n) for n in nodes)
+
     def attachable(self, claim: volumes.PersistentVolumeClaim | None, pv: volumes.PersistentVolume | None,
                    claim_key: str) -> volumes.AttachedVolume | None:
         """What NodeVolumeLimits counts for one claim (kube's getCSIDriverInfo / ...FromSC)."""
@@ -66,7 +71,10 @@ class VolumeBook:
 
     def limits_ok(self, task: "TaskInfo", node: "NodeInfo") -> bool:
         csi = self.csi_nodes.get(node.name)
-        if csi is None or not csi.limits:
+        limits = _node_limits(node)
+        if csi is not None:
+            limits.update(csi.limits)
+        if not limits:
             return True
         new = _unique(task.relations.attachable, csi)
         if not new:
@@ -79,7 +87,7 @@ class VolumeBook:
             new.pop(name, None)
         counts = Counter(used.values())
         for driver, count in Counter(new.values()).items():
-            limit = csi.limits.get(driver)
+            limit = limits.get(driver)
             if limit is not None and counts[driver] + count > limit:
                 return False
         return True
@@ -157,11 +165,19 @@ class VolumeBook:
             all(node.labels.get(key) in values for key, values in term) for term in cls.allowed_topologies)
 
 
-def _unique(attached: Iterable[volumes.AttachedVolume], csi: volumes.CSINode) -> dict[str, str]:
-    """`driver/handle` -> driver for the volumes that count on this node (in-tree ones only if migrated)."""
+def _node_limits(node: "NodeInfo") -> dict[str, int]:
+    """The older limit source kube still reads first: `attachable-volumes-csi-<driver>` entries of the
+    node's status.allocatable (a plain count; vpolicy keeps scalar amounts in thousandths)."""
+    return {name[len(ATTACH_LIMIT_PREFIX):]: amount // 1000 for name, amount in node.spec.allocatable.items()
+            if name.startswith(ATTACH_LIMIT_PREFIX)}
+
+
+def _unique(attached: Iterable[volumes.AttachedVolume], csi: volumes.CSINode | None) -> dict[str, str]:
+    """`driver/handle` -> driver for the volumes that count on this node (in-tree ones only if the
+    node's CSINode lists their plugin as migrated)."""
     out = {}
     for v in attached:
-        if v.plugin and v.plugin not in csi.migrated_plugins:
+        if v.plugin and (csi is None or v.plugin not in csi.migrated_plugins):
             continue
         out[f"{v.driver}/{v.handle}"] = v.driver
     return out
