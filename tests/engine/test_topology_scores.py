@@ -1,7 +1,8 @@
-"""The network-topology node score's shortcuts decide as the plain node-by-node path does: a rule that
-sees its node only through the node's HyperNodes is asked once per lowest domain (`by_domain`), and a
-trailing score rule reading job state is added to the class's cached node scores (`_ClassView.late`)
-instead of every score being recomputed over the candidates."""
+"""The topology session's shortcuts decide as the plain node-by-node path does: a rule that sees its
+node only through the node's HyperNodes is asked once per lowest domain (`by_domain`); a trailing score
+rule reading job state is added to the class's cached node scores (`_ClassView.late`) instead of every
+score being recomputed over the candidates; a node back at a usage it had before gets the answers it had
+then (`Placement._refresh_row`), and so does a domain's usage (`HyperNodeInfo`)."""
 from __future__ import annotations
 
 from typing import Any
@@ -15,9 +16,10 @@ from hypothesis import strategies as st
 
 from benchmarks import topology as workload
 from vpolicy.compile.lower import compile_module
-from vpolicy.engine import placement
+from vpolicy.engine import placement, topology
 from vpolicy.engine.session import run_session
 from vpolicy.lang import parse
+from vpolicy.model.resources import total
 
 
 def _document(snapshot: Any, mode: str) -> dict[str, Any]:
@@ -42,6 +44,19 @@ def test_scores_asked_per_domain_decide_as_asked_per_node(monkeypatch: pytest.Mo
         # every node its own domain, and no cached class scores: each rule asked on each candidate node
         m.setattr(placement.Placement, "_domain_ids", lambda self: np.arange(len(self.node_list)))
         m.setattr(placement.Placement, "_score_parts", lambda self, task: (None, []))
+        init = placement.Placement.__init__
+
+        def unkeyed(self: placement.Placement, *args: Any) -> None:
+            init(self, *args)
+            self._usage_keyed = False  # every changed row computed again
+
+        m.setattr(placement.Placement, "__init__", unkeyed)
+
+        def summed(self: topology.HyperNodeInfo) -> tuple[int, Any, Any]:
+            used = total(n.used for n in self.nodes)
+            return self._state.version, used, self.allocatable - used
+
+        m.setattr(topology.HyperNodeInfo, "_usage", summed)
         slow = _document(snapshot, mode)
     assert fast == slow
 

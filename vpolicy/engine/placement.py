@@ -226,6 +226,8 @@ class _ClassView:
     # score rules reading anything (job state, say) that come after every rule of `total`, none of them
     # normalised: asked over the candidate group on each choice and added to `total` in that same order
     late: list[CompiledRule] = field(default_factory=list)
+    # (row, its usage) -> (fits_idle, feasible, total) as `_refresh_row` found them (`_usage_keyed`)
+    seen: dict[tuple[Any, ...], tuple[bool, bool, float]] = field(default_factory=dict)
 
 
 class Placement:
@@ -254,6 +256,7 @@ class Placement:
         self._pods_cached: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray, int]] = {}
         # what a class view is keyed by: what its rules read, and the request its fit checks compare
         self._view_reads = frozenset().union(*(r.reads for r in (*self.predicates, *self.score_rules)), {"resreq"})
+        self._usage_keyed = "numa" not in self._view_reads  # `_refresh_row` keeps answers per node usage
         self._start = 0
         n = len(self.node_list)
         self._all_rows = np.arange(n)
@@ -558,10 +561,30 @@ class Placement:
             view.total[rows] = total
 
     def _refresh_row(self, view: _ClassView, i: int) -> None:
-        """`_refresh_rows` for one changed node, through the rules' scalar forms (the same answers)."""
+        """`_refresh_rows` for one changed node, through the rules' scalar forms (the same answers).
+
+        The answers are kept per node usage: every rule of the view reads of a node only its fixed
+        fields and its usage (used, releasing, pipelined, pod count), so a node back at a usage it had
+        before (a dry run undone, as allocate's domain search does for every domain it tries) gets
+        the answers it had then. Not with a rule reading `numa` (its state is not in the key)."""
         if view.unknown:
             return
-        task, a = view.task, self.arrays
+        a = self.arrays
+        key = None
+        if self._usage_keyed:
+            key = (i, a.used[i].tobytes(), a.releasing[i].tobytes(), a.pipelined[i].tobytes(), a.pod_count[i],
+                   a.without_request[i].tobytes())
+            kept = view.seen.get(key)
+            if kept is not None:
+                fits_idle, ok, total = kept
+                view.fits_idle[i] = fits_idle
+                if view.feasible[i] != ok:
+                    view.feasible[i] = ok
+                    view.found = None
+                if view.total is not None:
+                    view.total[i] = total
+                return
+        task = view.task
         idle, future = a.idle_now[i].tolist(), a.future[i].tolist()
         fits_idle = ok = True
         for j, v in view.wants:  # a loop, not all(<generator>): this runs once per task placed
@@ -581,11 +604,13 @@ class Placement:
         if view.feasible[i] != ok:
             view.feasible[i] = ok
             view.found = None
+        total = 0.0
         if view.total is not None:
-            total = 0.0
             for rule, values in view.parts:
                 total += float(values[i]) if values is not None else float(call(rule, task, node))
             view.total[i] = total
+        if key is not None:
+            view.seen[key] = (fits_idle, ok, total)
 
     def _sample(self, found: np.ndarray, n: int) -> np.ndarray:
         """Volcano's node sampling among the feasible rows `found` of `n` nodes: above 100 nodes, stop

@@ -40,21 +40,36 @@ class HyperNodeInfo:
         self.children: list[HyperNodeInfo] = []
         self.parent_name = ""
         self._state = state
-        self._used: tuple[int, Resources] = (-1, ZERO)
+        self._used: tuple[int, Resources, Resources] = (-1, ZERO, ZERO)  # (state version, used, idle)
+        self._rows: np.ndarray | None = None
+        self._by_usage: dict[bytes, tuple[Resources, Resources]] = {}
         self._counted: tuple[int, int, int] = (-1, 0, 0)  # (state version, id of the task list, count)
 
     @property
     def used(self) -> Resources:
-        """Requests placed in the domain now (follows every placement of the session; summed again only
-        after the session state changed)."""
-        version = self._state.version
-        if self._used[0] != version:
-            self._used = (version, total(n.used for n in self.nodes) if self.nodes else ZERO)
-        return self._used[1]
+        """Requests placed in the domain now (follows every placement of the session)."""
+        return self._usage()[1]
 
     @property
     def idle(self) -> Resources:
-        return self.allocatable - self.used
+        return self._usage()[2]
+
+    def _usage(self) -> tuple[int, Resources, Resources]:
+        """(state version, used, idle), summed again only after the session state changed, and then
+        only when the domain's nodes' usage is one not seen before (allocate's domain search tries a
+        gang in a domain and undoes it, for every domain)."""
+        version = self._state.version
+        if self._used[0] != version:
+            arrays = self._state.arrays
+            if self._rows is None:
+                self._rows = np.array([arrays.row[n.name] for n in self.nodes], dtype=np.int64)
+            key = arrays.used[self._rows].tobytes()
+            found = self._by_usage.get(key)
+            if found is None:
+                used = total(n.used for n in self.nodes) if self.nodes else ZERO
+                found = self._by_usage[key] = (used, self.allocatable - used)
+            self._used = (version, *found)
+        return self._used
 
     def count_tasks(self, tasks: list[TaskInfo]) -> int:
         """How many of `tasks` sit on the domain's nodes; kept until the session state changes (node
