@@ -91,6 +91,9 @@ def load_cluster(paths: Sequence[str | Path] | str | Path, *, fast: bool | None 
         _warn_ignored(objects, problems)
         phases.mark("read")
         cluster = _build(objects, problems)
+        # The readers' memo holds every object's decoded tree (`fields.memoized` keeps the node beside its
+        # result), and the snapshot's spans reach it through the dump: let the trees go now.
+        problems.memo.clear()
     phases.mark("build snapshot")
     if problems.diagnostics:
         raise PolicyError(problems.diagnostics)

@@ -505,31 +505,34 @@ def _region(region: _Region | Callable[[], _Region]) -> _Region:
 
 class FastObject:
     """The locator of one object read by the fast path: spans are worked out when first read, from that
-    object's text re-read exactly (see the module's docstring)."""
+    object's text re-read exactly (see the module's docstring).
 
-    __slots__ = ("_dump", "_region", "_root", "_exact")
+    A span names its node by its path from the object's root (keys and indices), found when the span is
+    made, and holds only the object's `_Place`: the snapshot keeps spans (every model object's `origin`)
+    long after reading, and a span that held the decoded tree would keep every object's whole tree alive
+    through the session (a gigabyte at L)."""
+
+    __slots__ = ("_place", "_root")
 
     def __init__(self, dump: _Dump, region: _Region | Callable[[], _Region], root: dict[str, Any]):
-        self._dump = dump
-        self._region = region
+        self._place = _Place(dump, region)
         self._root = root
-        self._exact: tuple[yaml_spans.YamlFile, Any, dict[int, Any]] | None = None
 
     @property
     def name(self) -> str:
-        return self._dump.name
+        return self._place.dump.name
 
     def node_span(self, node: Any) -> Span:
-        return LazySpan(self._resolve, "node_span", node, None)
+        return LazySpan(self._place.resolve, "node_span", _path(self._root, node), None)
 
     def key_span(self, mapping: Any, key: Any) -> Span:
-        return LazySpan(self._resolve, "key_span", mapping, key)
+        return LazySpan(self._place.resolve, "key_span", _path(self._root, mapping), key)
 
     def value_span(self, mapping: Any, key: Any) -> Span:
-        return LazySpan(self._resolve, "value_span", mapping, key)
+        return LazySpan(self._place.resolve, "value_span", _path(self._root, mapping), key)
 
     def item_span(self, seq: Any, index: int) -> Span:
-        return LazySpan(self._resolve, "item_span", seq, index)
+        return LazySpan(self._place.resolve, "item_span", _path(self._root, seq), index)
 
     def value_text(self, mapping: Any, key: Any) -> str:
         value = mapping.get(key)
@@ -542,30 +545,39 @@ class FastObject:
         return str(value)
 
     def exact_view(self, problems: Problems) -> View:
-        loaded, root, _ = self._exact_nodes()
+        loaded, root = self._place.exact()
         return View(loaded, problems, root, kind="object")
 
-    def _exact_nodes(self) -> tuple[yaml_spans.YamlFile, Any, dict[int, Any]]:
+
+class _Place:
+    """Where one fast object is written, and its text re-read exactly once a span of it is asked for."""
+
+    __slots__ = ("dump", "_region", "_exact")
+
+    def __init__(self, dump: _Dump, region: _Region | Callable[[], _Region]):
+        self.dump = dump
+        self._region = region
+        self._exact: tuple[yaml_spans.YamlFile, Any] | None = None
+
+    def exact(self) -> tuple[yaml_spans.YamlFile, Any]:
         if self._exact is None:
             region = _region(self._region)
-            loaded, documents = self._dump.parse_region(region)
+            loaded, documents = self.dump.parse_region(region)
             root = documents[0] if documents else None
             if region.seq and isinstance(root, list) and root:
                 root = root[0]
             elif region.item is not None and isinstance(root, dict):
                 items = root.get("items")
                 root = items[region.item] if isinstance(items, list) and region.item < len(items) else root
-            pairs: dict[int, Any] = {}
-            _pair(self._root, root, pairs)
-            self._exact = (loaded, root, pairs)
+            self._exact = (loaded, root)
         return self._exact
 
-    def _resolve(self, method: str, node: Any, key: Any) -> Span:
-        loaded, root, pairs = self._exact_nodes()
-        exact: Any = pairs.get(id(node))
+    def resolve(self, method: str, path: tuple[Any, ...] | None, key: Any) -> Span:
+        loaded, root = self.exact()
+        exact: Any = _follow(root, path)
         if exact is None:  # a node the re-read does not have (it should not happen): blame the object
             whole: Any = root
-            return loaded.node_span(whole) if isinstance(root, (dict, list)) else Span(self.name, 1, 1)
+            return loaded.node_span(whole) if isinstance(root, (dict, list)) else Span(self.dump.name, 1, 1)
         is_list, is_map = isinstance(exact, list), isinstance(exact, dict)
         if method == "item_span" and is_list and isinstance(key, int) and key < len(exact):
             return loaded.item_span(exact, key)
@@ -574,17 +586,38 @@ class FastObject:
         return loaded.node_span(exact)
 
 
-def _pair(fast: Any, exact: Any, out: dict[int, Any]) -> None:
-    """Map each mapping and list of the fast tree to the round-trip node at the same path."""
-    if isinstance(fast, dict) and isinstance(exact, dict):
-        out[id(fast)] = exact
-        for key, value in fast.items():
-            if key in exact:
-                _pair(value, exact[key], out)
-    elif isinstance(fast, list) and isinstance(exact, list):
-        out[id(fast)] = exact
-        for a, b in zip(fast, exact):
-            _pair(a, b, out)
+def _path(root: Any, node: Any) -> tuple[Any, ...] | None:
+    """The keys and indices that lead from `root` to `node` (the very object), breadth first: the spans a
+    clean load makes are of the root and its `metadata`, found at once. None when it is not inside."""
+    if node is root:
+        return ()
+    frontier: list[tuple[tuple[Any, ...], Any]] = [((), root)]
+    while frontier:
+        deeper: list[tuple[tuple[Any, ...], Any]] = []
+        for path, value in frontier:
+            steps = value.items() if isinstance(value, dict) else enumerate(value)
+            for step, child in steps:
+                if child is node:
+                    return (*path, step)
+                if isinstance(child, (dict, list)):
+                    deeper.append(((*path, step), child))
+        frontier = deeper
+    return None
+
+
+def _follow(root: Any, path: tuple[Any, ...] | None) -> Any:
+    """The exact tree's node at `path` (a mapping or list, as the fast one had there); None if it has none."""
+    if path is None:
+        return None
+    node = root
+    for step in path:
+        if isinstance(node, dict) and not isinstance(step, int) and step in node:
+            node = node[step]
+        elif isinstance(node, list) and isinstance(step, int) and step < len(node):
+            node = node[step]
+        else:
+            return None
+    return node if isinstance(node, (dict, list)) else None
 
 
 def _has_content(data: bytes, start: int, end: int) -> bool:

@@ -206,7 +206,11 @@ def _read_pod_spec_once(spec: View | None) -> PodSpec:
     memo = spec.problems.memo
     found: PodSpec | None = memo.get(key)
     if found is not None:
-        return replace(found, node_name=node_name or "")
+        placed = (key, node_name or "")  # one PodSpec per spec and node: all of a job's pending pods share one
+        on_node: PodSpec | None = memo.get(placed)
+        if on_node is None:
+            on_node = memo[placed] = replace(found, node_name=node_name or "")
+        return on_node
     before = spec.problems.count()
     read = read_pod_spec(spec)
     if spec.problems.count() == before:
