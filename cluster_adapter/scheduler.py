@@ -52,6 +52,7 @@ from cluster_adapter.kube.informers import Informer
 from cluster_adapter.kube.leader import LeaderElector
 from cluster_adapter.kube.status import StatusWriter
 from cluster_adapter.metrics import Metrics
+from cluster_adapter.node_metrics import NodeMetrics
 from cluster_adapter.timestamps import local_zone
 from vpolicy.model import decisions as model_decisions
 from vpolicy.model.snapshot import ClusterSnapshot
@@ -166,6 +167,9 @@ class Scheduler:
         # when each `every` rule last ran (tdm's evict period, rescheduling's interval): process-wide, as
         # Volcano keeps lastEvictAt and util's last-executed times
         self.rule_runs: dict[str, float] = {}
+        # node usage from the conf's `metrics` source (usage, rescheduling), started with the first session
+        self.node_metrics: NodeMetrics | None = None
+        self._node_names: list[str] = []
 
     # lifecycle --------------------------------------------------------------------------------------
     def start_informers(self) -> None:
@@ -220,6 +224,7 @@ class Scheduler:
             snapshot = self.cache.snapshot()
             for warning in snapshot.warnings:
                 log.debug("snapshot: %s", warning)
+            snapshot = self._with_node_usage(snapshot)
             now = self.wall()
             result = vpolicy.run_session(snapshot, self.policy.get(), now=now,
                                          scheduler_names=(self.settings.scheduler_name,),
@@ -255,6 +260,21 @@ class Scheduler:
                  self.sessions, len(report.bound), len(report.evicted), len(report.bind_failed),
                  len(decided.unschedulable), report.session_ms, report.apply_ms)
         return report
+
+    def _with_node_usage(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
+        """The snapshot with each node's load from the conf's metrics source (Volcano's cache keeps
+        NodeInfo.ResourceUsage the same way); the source's thread starts with the first session."""
+        self._node_names = [n.name for n in snapshot.nodes]
+        if self.node_metrics is None:
+            metrics = getattr(self.policy.get(), "metrics", {}) or {}
+            self.node_metrics = NodeMetrics(
+                metrics, get_json=lambda path: self.client._json("GET", path, verb="get custom metrics"))
+            if self.node_metrics.enabled:
+                log.info("node metrics: %s at %s every %.0f s", metrics.get("type") or "prometheus",
+                         metrics.get("address", "the API server"), self.node_metrics.interval_s)
+                self.node_metrics.refresh(self._node_names)  # the first session already sees them
+                self.node_metrics.run(lambda: self._node_names, self.stop, first_wait=True)
+        return self.node_metrics.with_usage(snapshot)
 
     def apply(self, decided: model_decisions.Decisions, report: SessionReport, *, snapshot: ClusterSnapshot) -> None:
         """Write `decided`, made over `snapshot`, to the API. The snapshot says which objects the session

@@ -5,6 +5,7 @@ import pytest
 
 from vpolicy.errors import PolicyError
 from vpolicy.load import conf as loader
+from vpolicy.model import conf as model
 
 FILE = "bad.conf"
 Pinned = tuple[str, int, int, str, str]  # code, line, col, message, help
@@ -274,7 +275,9 @@ def test_drf_with_hierarchy_false_and_proportion_is_fine() -> None:
     assert [p.name for p in conf.plugins()] == ["drf", "proportion"]
 
 
-def test_every_mistake_in_one_file_is_reported_sorted_by_position_with_warnings() -> None:
+def test_every_mistake_in_one_file_is_reported_sorted_by_position_with_warnings(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(model.PARTIAL_PLUGINS, "usage", "a part left out")  # none is today: declare one
     text = (
         'actions: "enqueue, alocate,, backfill"\n'   # 1
         "tiers:\n"                                    # 2

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from vpolicy.compile import devices, extender, numa, relations, topology
 from vpolicy.model import budgets, durations
+from vpolicy.model.quantity import parse_quantity
 from vpolicy.model.resources import Resources, ZERO
 from vpolicy.model.snapshot import Taint
 
@@ -236,6 +237,15 @@ def int_or_percent(text: Any, whole: float) -> int:
         return 0
 
 
+def quantity_of(text: Any, resource: Any) -> int:
+    """A Kubernetes quantity (`250m`, `200Mi`, `1`) in vpolicy's unit for `resource` (millicores for cpu,
+    bytes for memory); -1 when the text is not one (a plugin keeps its default then)."""
+    try:
+        return parse_quantity(str(text).strip(), str(resource))
+    except ValueError:
+        return -1
+
+
 def selects(pdb: Any, task: Any) -> bool:
     """A PodDisruptionBudget covers a pod: same namespace, and its (non-empty) selector matches the labels."""
     return bool(pdb.namespace == task.namespace and budgets.selector_matches(pdb.selector, task.labels))
@@ -253,6 +263,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "split_by": lambda text, sep: str(text).split(sep) if sep else [str(text)],
     "trim": lambda text: str(text).strip(),
     "int_or_percent": int_or_percent,
+    "quantity": quantity_of,
     "timestamp": timestamp,
     "le": lambda a, b: a.le(b),
     "le_on": lambda a, b, names: a.le_on_dims_of(b, names),
@@ -280,6 +291,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "argument_at": _argument_placeholder,
     "argument_text_at": _argument_placeholder,
     "argument_keys": lambda path: [],  # replaced per module at lowering time
+    "metrics_setting": lambda key, default: default,  # replaced per module at lowering time
     "water_fill": water_fill,
     "matches_node_selector": matches_node_selector,
     "matches_required_affinity": matches_required_affinity,

@@ -22,6 +22,7 @@ from vpolicy.errors import Diagnostic, PolicyError
 from vpolicy.lang import ast
 from vpolicy.source import Span
 from vpolicy.model.quantity import parse_quantity
+from vpolicy.model.conf import METRICS_KEY
 
 
 GLOBAL_NAMES = ("cluster",)
@@ -98,6 +99,7 @@ class _Lowerer:
         self.fns["argument_at"] = self._argument_at
         self.fns["argument_text_at"] = self._argument_text_at
         self.fns["argument_keys"] = self._argument_keys
+        self.fns["metrics_setting"] = self._metrics_setting
         self.fns["extender"] = self._extender
         self._extender_client: extender.ExtenderClient | None = None
         self.user_closures: dict[str, evaluate.Closure] = {}
@@ -144,6 +146,12 @@ class _Lowerer:
         if self._extender_client is None:
             self._extender_client = extender.ExtenderClient(extender.ExtenderConfig.from_arguments(self.arguments))
         return self._extender_client(verb, subject, other)
+
+    def _metrics_setting(self, key: Any, default: Any) -> Any:
+        """A setting of the conf's `metrics` section (conf.METRICS_KEY in the module's settings)."""
+        section = self.arguments.get(METRICS_KEY)
+        value = section.get(key) if isinstance(section, Mapping) else None
+        return default if value is None or value == "" else str(value)
 
     def _argument_keys(self, path: Any) -> list[str]:
         raw = self._nested(path)

@@ -531,18 +531,14 @@ class Runtime:
             chosen: dict[str, TaskInfo] = {}
             for _plugin, rules in tier:
                 for rule in rules:
+                    if rule.every is not None and not self._due(rule):
+                        continue  # ran less than its period ago: no victims from it this session
                     for task in self._call(rule, tasks):
                         chosen.setdefault(task.uid, task)
             if chosen:
                 return list(chosen.values())
-                    if rule.every is not None and not self._due(rule):
-                        continue  # ran less than its period ago: no victims from it this session
         return []
 
-
-# Attributes that never change within a session, on tasks, jobs and queues alike: an order rule that
-# reads nothing else answers the same for the same values, so its answers are remembered by them.
-_FIXED_ATTRS = frozenset({"priority", "name", "namespace", "uid", "key", "role", "resreq", "best_effort",
     def _due(self, rule: CompiledRule) -> bool:
         """Whether an `every` rule runs in this session: never ran in this process, or ran at least its
         period ago (Volcano's `lastEvictAt.Add(period).After(now)` skips); running it records the time."""
@@ -555,6 +551,10 @@ _FIXED_ATTRS = frozenset({"priority", "name", "namespace", "uid", "key", "role",
         self.ran[key] = now
         return True
 
+
+# Attributes that never change within a session, on tasks, jobs and queues alike: an order rule that
+# reads nothing else answers the same for the same values, so its answers are remembered by them.
+_FIXED_ATTRS = frozenset({"priority", "name", "namespace", "uid", "key", "role", "resreq", "best_effort",
                           "priority_class_name", "weight"})
 
 

@@ -48,6 +48,8 @@ class CompiledPolicy:
     warnings: tuple[str, ...] = ()
     # the conf's `configurations`: action name -> its arguments (gangpreempt's allowWholeBundle, ...)
     action_arguments: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    # the conf's `metrics` section: where the live scheduler reads node usage from (docs/plugins.md)
+    metrics: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -115,6 +115,14 @@ class TaskInfo:
         return self.pod.guaranteed
 
     @property
+    def limits(self) -> Resources:
+        return self.pod.limits
+
+    @property
+    def started_at(self) -> float:
+        return self.pod.started_at
+
+    @property
     def topology_policy(self) -> str:
         return self.pod.annotations.get(NUMA_POLICY_ANNOTATION, "")
 
@@ -333,6 +341,25 @@ class NodeInfo:
     @property
     def max_pods(self) -> int:
         return self.allocatable.get("pods", 0)
+
+    @property
+    def capacity(self) -> Resources:
+        """status.capacity (allocatable where the node lists no capacity)."""
+        return self.spec.capacity or self.allocatable
+
+    # The node's measured load (snapshot.NodeUsage); without one, Volcano's empty ResourceUsage: 0% at
+    # the zero time, which its plugins read as stale.
+    @property
+    def cpu_usage(self) -> float:
+        return self.spec.usage.cpu if self.spec.usage is not None else 0.0
+
+    @property
+    def memory_usage(self) -> float:
+        return self.spec.usage.memory if self.spec.usage is not None else 0.0
+
+    @property
+    def metrics_time(self) -> float:
+        return self.spec.usage.at if self.spec.usage is not None else 0.0
 
     def __repr__(self) -> str:
         return f"Node({self.name})"

@@ -98,7 +98,8 @@ def from_conf(conf: conf_model.SchedulerConf) -> CompiledPolicy:
                 diags.append(Diagnostic("conf.unsupported-plugin", f"plugin '{option.name}' has no rule module",
                                         option.span, help=f"expected {path}", severity="warning"))
                 continue
-            settings = {**option.arguments, conf_model.HIERARCHY_KEY: option.hierarchy}
+            settings = {**option.arguments, conf_model.HIERARCHY_KEY: option.hierarchy,
+                        **({conf_model.METRICS_KEY: conf.metrics} if conf.metrics else {})}
             module = _compiled_with(path, settings, option.argument_spans, diags)
             if module is not None:
                 plugins.append(PluginInstance(option.name, module, dict(option.flags)))
@@ -115,7 +116,7 @@ def from_conf(conf: conf_model.SchedulerConf) -> CompiledPolicy:
         raise PolicyError(errors)
     warnings = (*conf.warnings, *(d.one_line() for d in diags))
     return CompiledPolicy(actions, tuple(tiers), source=conf.source, mode=mode, optimize_budget_s=budget,
-                          action_arguments=dict(conf.configurations),
+                          action_arguments=dict(conf.configurations), metrics=dict(conf.metrics),
                           warnings=warnings)
 
 

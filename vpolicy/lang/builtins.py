@@ -58,6 +58,9 @@ TASK = {
                                           "volcano.sh/revocable-zone \"*\", else volcano.sh/preemptable true; else \"\""),
     "scheduled_at": Attribute("number", "lastTransitionTime of the PodScheduled=True condition, epoch seconds "
                                         "(0 when there is none)"),
+    "limits": Attribute("resources", "cpu and memory limits: the containers' summed, an init container's when "
+                                     "larger (a container without one adds nothing)"),
+    "started_at": Attribute("number", "status.startTime, epoch seconds (0 when the pod has not started)"),
     "guaranteed": Attribute("bool", "QoS class Guaranteed (status.qosClass, else every container's cpu and memory "
                                     "limits equal its requests)"),
     "topology_policy": Attribute("string", "annotation volcano.sh/numa-topology-policy (a vcjob task's topologyPolicy); "
@@ -154,6 +157,12 @@ NODE = {
     "unschedulable": Attribute("bool", "spec.unschedulable"),
     "pod_count": Attribute("int", "tasks placed on the node"),
     "max_pods": Attribute("int", "allocatable pods"),
+    "capacity": Attribute("resources", "status.capacity (allocatable when the node lists none)"),
+    "cpu_usage": Attribute("number", "CPU used, percent, averaged over the metrics period (a metrics source, or "
+                                     "the dump's `usage.volcano.sh/cpu-usage-avg`); 0 when none was measured"),
+    "memory_usage": Attribute("number", "memory used, percent, as cpu_usage (`usage.volcano.sh/mem-usage-avg`)"),
+    "metrics_time": Attribute("number", "when the usage was measured, epoch seconds (`usage.volcano.sh/metrics-time`"
+                                        "); 0 when never"),
     "tasks": Attribute("list[task]", "tasks on the node"),
     "gpus": Attribute("any", "the node's GPU cards as the session sees them (from `volcano.sh/node-vgpu-register` "
                              "and the pods on them); none without an inventory; read by the `vgpu_*` functions"),
@@ -348,6 +357,12 @@ FUNCTIONS: dict[str, Function] = {
     "now": Function((), "number", "the session clock, epoch seconds"),
     "duration": Function(("string",), "number",
                          "a Go duration (`1h2m3s`, `500ms`, `1.5h`) in seconds; -1 when the text is not one"),
+    "metrics_setting": Function(("string", "string"), "string",
+                                "a setting of the conf's top-level `metrics` section (`interval`, `type`, ...; "
+                                "Volcano's ssn.GetMetricsConf()), else the default"),
+    "quantity": Function(("string", "string"), "int",
+                         "(text, resource): a Kubernetes quantity (`250m`, `200Mi`, `2`) in the resource's unit "
+                         "(millicores for cpu, bytes for memory); -1 when the text is not one"),
     "timestamp": Function(("string",), "number",
                           "an RFC 3339 time (`2024-05-01T12:00:00Z`) as epoch seconds; -1 when the text is not one"),
     "time_of_day": Function(("number",), "number",

@@ -345,7 +345,19 @@ class _Reader:
             configurations.setdefault(action_conf.name, dict(action_conf.arguments))
         return model.SchedulerConf(
             actions=tuple(actions), tiers=tuple(tiers), configurations=configurations, source=self.file,
-            action_spans=tuple(action_spans), action_confs=tuple(action_confs))
+            metrics=self._metrics(root), action_spans=tuple(action_spans), action_confs=tuple(action_confs))
+
+    def _metrics(self, root: CommentedMap) -> dict[str, str]:
+        """`metrics: {type: prometheus, address: http://..., interval: 30s}`: Volcano reads it as a
+        map[string]string, so every value is kept as its text."""
+        value = root.get("metrics")
+        if value is None:
+            return {}
+        if not self._typed(value, CommentedMap, "'metrics' must be a mapping", self.value_span(root, "metrics"),
+                           "write e.g. metrics: {type: prometheus, address: http://prometheus:9090, interval: 30s}"):
+            return {}
+        return {str(k): "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+                for k, v in value.items() if not isinstance(v, (CommentedMap, CommentedSeq))}
 
     def _typed(self, value: object, kind: type[_T], what: str, span: source.Span, help: str) -> TypeGuard[_T]:
         """True if `value` is a `kind`; otherwise a `conf.wrong-type` error "<what>, not <value>"."""

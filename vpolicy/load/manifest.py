@@ -111,11 +111,21 @@ def _node(n: snap.Node) -> dict[str, Any]:
         status["capacity"] = quantities(n.capacity)
     status["conditions"] = [{"type": "Ready", "status": "True" if n.ready else "False"}]
     obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Node",
-                           "metadata": _meta(n.name, labels=n.labels, annotations=n.annotations)}
+                           "metadata": _meta(n.name, labels=n.labels, annotations=_usage_annotations(n))}
     if spec:
         obj["spec"] = spec
     obj["status"] = status
     return obj
+
+
+def _usage_annotations(n: snap.Node) -> Mapping[str, str]:
+    """The node's annotations, with its measured usage written as the loader reads it back."""
+    if n.usage is None:
+        return n.annotations
+    notes = {**n.annotations, snap.USAGE_CPU_ANNOTATION: repr(n.usage.cpu), snap.USAGE_MEMORY_ANNOTATION: repr(n.usage.memory)}
+    if n.usage.at:
+        notes[snap.USAGE_TIME_ANNOTATION] = timestamp(n.usage.at)
+    return notes
 
 
 def _podgroup(g: snap.PodGroup) -> dict[str, Any]:
@@ -182,6 +192,8 @@ def _pod(p: snap.Pod) -> dict[str, Any]:
     requests = quantities(p.resreq, with_pods=False)
     if requests:
         container["resources"] = {"requests": requests}
+    if p.limits:
+        container.setdefault("resources", {})["limits"] = quantities(p.limits, with_pods=False)
     spec: dict[str, Any] = {"priority": p.priority}
     if p.scheduler_name:
         spec["schedulerName"] = p.scheduler_name
@@ -204,6 +216,8 @@ def _pod(p: snap.Pod) -> dict[str, Any]:
     status: dict[str, Any] = {"phase": phase}
     if p.nominated_node:
         status["nominatedNodeName"] = p.nominated_node
+    if p.started_at:
+        status["startTime"] = timestamp(p.started_at)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 

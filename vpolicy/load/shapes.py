@@ -45,7 +45,7 @@ POD_SPEC: Shape = {
 
 SHAPES: dict[str, Shape] = {
     "Pod": {"metadata": META, "spec": POD_SPEC,
-            "status": {"phase": KEEP, "nominatedNodeName": KEEP, "qosClass": KEEP,
+            "status": {"phase": KEEP, "nominatedNodeName": KEEP, "qosClass": KEEP, "startTime": KEEP,  # usage
                        "conditions": [{"type": KEEP, "status": KEEP, "lastTransitionTime": KEEP}]}},
     "Node": {"metadata": META, "spec": {"taints": KEEP, "unschedulable": KEEP},
              "status": {"allocatable": KEEP, "capacity": KEEP, "conditions": [{"type": KEEP, "status": KEEP}],

@@ -127,18 +127,17 @@ IMPLEMENTED_PLUGINS: tuple[str, ...] = (
 # one loads with a `conf.partial-plugin` warning that says what is missing, so nobody mistakes the
 # decisions for Volcano's where that part would have acted.
 PARTIAL_PLUGINS: Mapping[str, str] = {
-    "usage": "node usage is read from the nodes' `usage.volcano.sh/*` annotations; no Prometheus or "
-             "Elasticsearch metrics source is queried",
     "numa-aware": "only CPUs are placed by NUMA node: Volcano's GPU hints (nvidia.com/gpu over spec.gpuDetail) are "
                   "not generated, and CPUs given to pods bound in an earlier session that the Numatopology does "
                   "not show yet are not held back",
-    "rescheduling": "lowNodeUtilization reads node usage from the nodes' `usage.volcano.sh/*` annotations "
-                    "(no metrics source is queried), and orders a node's pods by priority then best-effort (not "
-                    "full QoS classes)",
     "extender": "onSessionCloseVerb is never sent, prioritize is asked about every Ready node (not only "
                 "those that passed the predicates), and request bodies carry a subset of Volcano's TaskInfo, "
                 "NodeInfo, JobInfo and QueueInfo fields",
 }
+
+# The key under which a plugin module's arguments also carry the conf's `metrics` section (read by the
+# `metrics_setting` built-in, as Volcano's plugins read ssn.GetMetricsConf()); never a Volcano argument.
+METRICS_KEY = "$metrics"
 
 # Actions vpolicy runs only in part, with what they leave out (`conf.partial-action` warnings).
 PARTIAL_ACTIONS: Mapping[str, str] = {}
@@ -211,6 +210,8 @@ class SchedulerConf:
     configurations: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     source: str = ""
     warnings: tuple[str, ...] = ()
+    # the top-level `metrics` section (Volcano's metrics source: type, address, interval, ...), as text
+    metrics: Mapping[str, str] = field(default_factory=dict)
     action_spans: tuple[Span, ...] = field(default=(), compare=False)
     action_confs: tuple[ActionConf, ...] = field(default=(), compare=False)
     warning_diagnostics: tuple[Diagnostic, ...] = field(default=(), compare=False)

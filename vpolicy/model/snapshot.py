@@ -108,6 +108,23 @@ class PreferredTerm:
     term: NodeSelectorTerm
 
 
+# How a dump carries a node's measured usage (what a metrics exporter, or whoever writes the dump,
+# leaves on the node): percent, percent, RFC 3339. The live scheduler reads a metrics source instead.
+USAGE_CPU_ANNOTATION = "usage.volcano.sh/cpu-usage-avg"
+USAGE_MEMORY_ANNOTATION = "usage.volcano.sh/mem-usage-avg"
+USAGE_TIME_ANNOTATION = "usage.volcano.sh/metrics-time"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeUsage:
+    """A node's measured load, as Volcano's metrics client leaves it in NodeInfo.ResourceUsage: CPU and
+    memory used, in percent, averaged over the metrics period, and when it was measured (epoch seconds)."""
+
+    cpu: float
+    memory: float
+    at: float
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     name: str
@@ -121,6 +138,8 @@ class Node:
     # status.images: (names, sizeBytes) of each image the node holds, for nodeorder's image locality
     images: tuple[tuple[tuple[str, ...], int], ...] = ()
     origin: Span | str | None = field(default=None, compare=False)
+    # the node's load from a metrics source (usage, rescheduling); None: none measured
+    usage: NodeUsage | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +184,10 @@ class Pod:
     guaranteed: bool = False
     container_cpus: tuple[tuple[str, int], ...] = ()
     origin: Span | str | None = field(default=None, compare=False)
+    # cpu and memory limits (containers summed, an init container's if larger), and status.startTime
+    # (epoch seconds, 0: not started): what usage's load estimate of a recently placed pod reads
+    limits: Resources = ZERO
+    started_at: float = 0.0
     # Derived once when the pod is made (every session's TaskInfo reads them): `namespace/name`; a
     # best-effort request (nothing asked beyond `pods`); volcano.sh/preemptable from annotations, else
     # labels, preemptable unless it says false; the index in the name that orders a job's tasks.
