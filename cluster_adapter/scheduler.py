@@ -36,6 +36,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -55,6 +56,7 @@ from cluster_adapter.metrics import Metrics
 from cluster_adapter.node_metrics import NodeMetrics
 from cluster_adapter.timestamps import local_zone
 from vpolicy.model import decisions as model_decisions
+from vpolicy.model.numa import NumaHold
 from vpolicy.model.snapshot import ClusterSnapshot
 
 log = logging.getLogger(__name__)
@@ -167,6 +169,9 @@ class Scheduler:
         # when each `every` rule last ran (tdm's evict period, rescheduling's interval): process-wide, as
         # Volcano keeps lastEvictAt and util's last-executed times
         self.rule_runs: dict[str, float] = {}
+        # numa-aware's CPUs and GPUs of pods bound by earlier sessions that their nodes' Numatopologies do
+        # not show yet: process-wide, as Volcano's cache keeps them (OnSessionClose -> UpdateSchedulerNumaInfo)
+        self.numa_holds: tuple[NumaHold, ...] = ()
         # node usage from the conf's `metrics` source (usage, rescheduling), started with the first session
         self.node_metrics: NodeMetrics | None = None
         self._node_names: list[str] = []
@@ -225,6 +230,8 @@ class Scheduler:
             for warning in snapshot.warnings:
                 log.debug("snapshot: %s", warning)
             snapshot = self._with_node_usage(snapshot)
+            if self.numa_holds:
+                snapshot = dataclasses.replace(snapshot, numa_holds=self.numa_holds)
             now = self.wall()
             result = vpolicy.run_session(snapshot, self.policy.get(), now=now,
                                          scheduler_names=(self.settings.scheduler_name,),
@@ -235,6 +242,7 @@ class Scheduler:
             return report
         decided = result.decisions
         self.rule_runs.update(decided.rule_runs)
+        self.numa_holds = decided.numa_holds
         if self.recorder is not None:
             self.recorder.write(snapshot, decided, now=self.wall())
         report.document = decided.to_document()

@@ -63,13 +63,13 @@ def test_cpus_taken_are_volcanos(request_: int, free: str, hint: set[int], expec
 def test_policies_merge_hints_as_volcanos(policy: str, hints: list[tuple[set[int], bool]], best: set[int],
                                            admitted: bool) -> None:
     """policy_*_test.go: the best hint and the admission of each topology manager policy."""
-    (mask, _), admit = numa.merge_hints(policy, (0, 1), [(frozenset(m), p) for m, p in hints])
+    (mask, _), admit = numa.merge_hints(policy, (0, 1), [[(frozenset(m), p) for m, p in hints]])
     assert (set(mask or ()), admit) == (best, admitted)
 
 
 def test_policy_none_and_a_container_without_preference_admit_without_a_hint() -> None:
-    assert numa.merge_hints("none", (0, 1), [(frozenset({0, 1}), False)]) == ((None, True), True)
-    (mask, preferred), admit = numa.merge_hints("single-numa-node", (0, 1), None)
+    assert numa.merge_hints("none", (0, 1), [[(frozenset({0, 1}), False)]]) == ((None, True), True)
+    (mask, preferred), admit = numa.merge_hints("single-numa-node", (0, 1), [None])
     assert (set(mask or ()), preferred, admit) == ({0, 1}, True, True)
 
 
@@ -174,8 +174,76 @@ def test_the_batched_forms_answer_as_the_scalar_ones_node_by_node() -> None:
         sources = np.empty(4, dtype=object)
         sources[:] = [NodeNuma("a", topo("a", "2-5", "single-numa-node")), None,
                       NodeNuma("c", topo("c", "0-7", "single-numa-node")), NodeNuma("d", topo("d", "0-7", "none"))]
-        pod = SimpleNamespace(annotations=written, container_cpus=(("c", 4),), guaranteed=True)
+        pod = SimpleNamespace(annotations=written, container_cpus=(("c", 4),), container_gpus=(), guaranteed=True)
         task = SimpleNamespace(uid="u", name="t", pod=pod)
         for name, batched in numa.VECTOR_FUNCTIONS.items():
             scalar = numa.FUNCTIONS[name]
             assert list(batched(task, sources)) == [scalar(task, s) for s in sources], name
+
+
+# GPUs and the hold across sessions ----------------------------------------------------------------------
+GPU_SCENARIO = Path(__file__).resolve().parents[2] / "policies" / "tests" / "numa-aware" / \
+    "gpus-taken-in-the-session-are-not-free-again.yaml"
+
+
+def test_gpu_hints_are_gpumanagers() -> None:
+    """gpu_mng: masks whose free GPUs cover the request, preferred when of the fewest nodes that do."""
+    layout = numa.Layout(NumaTopology(name="n", cpus=CPUS, gpus={0: 0, 1: 0, 2: 1, 3: 1}))
+    assert numa.gpu_hints(layout, frozenset({0, 1, 2, 3}), 2) == [
+        (frozenset({0}), True), (frozenset({1}), True), (frozenset({0, 1}), False)]
+    assert numa.gpu_hints(layout, frozenset({0, 2}), 2) == [(frozenset({0, 1}), True)]
+    assert numa.gpu_hints(layout, frozenset({0}), 2) == []
+    assert numa.allocate_gpus(layout, frozenset({0, 1, 2, 3}), 2, frozenset({1})) == {2, 3}
+    assert numa.allocate_gpus(layout, frozenset({0, 2, 3}), 2, frozenset({0})) == {0, 2}  # then the lowest
+
+
+def _after_first_session(holds: bool, **topology_changes: object) -> tuple[list[str], list[str]]:
+    """Session 1 places g1 and g2 (each takes one NUMA node's two GPUs); session 2 sees them running, with
+    the Numatopology as `topology_changes` leave it, and the first session's holds if `holds`: which of
+    g3 and a new g4 (2 GPUs each, single-numa-node) bind, and which stay pending."""
+    import dataclasses
+
+    from vpolicy.engine.session import run_session
+    from vpolicy.harness.scenario import load_scenario
+    from vpolicy.model.snapshot import TaskStatus
+
+    loaded = load_scenario(GPU_SCENARIO)
+    first = run_session(loaded.cluster, loaded.policy).decisions
+    assert sorted(first.binds) == ["ns1/g1", "ns1/g2"]
+    assert {h.key: h.gpus for h in first.numa_holds} == {"ns1/g1": {0, 1}, "ns1/g2": {2, 3}}
+    snap = loaded.cluster
+    pods = tuple(dataclasses.replace(p, status=TaskStatus.RUNNING, node_name="n1", phase="Running")
+                 if p.key in first.binds else p for p in snap.pods)
+    g4 = dataclasses.replace(next(p for p in pods if p.name == "g3"), name="g4", uid="ns1/g4", group="g3")
+    topologies = tuple(dataclasses.replace(t, **topology_changes) for t in snap.numatopologies)  # type: ignore[arg-type]
+    second = dataclasses.replace(snap, pods=(*pods, g4), numatopologies=topologies,
+                                 numa_holds=first.numa_holds if holds else ())
+    decided = run_session(second, loaded.policy).decisions
+    return sorted(decided.binds), sorted(decided.unschedulable)
+
+
+def test_gpus_given_in_an_earlier_session_stay_held_until_the_numatopology_shows_them() -> None:
+    """Volcano's OnSessionClose keeps the sets it gave in its cache (UpdateSchedulerNumaInfo) until the
+    node's Numatopology is updated: a scheduler that forgot them would give g1's and g2's GPUs again."""
+    assert _after_first_session(holds=True) == ([], ["ns1/g3", "ns1/g4"])
+    assert _after_first_session(holds=False) == (["ns1/g3", "ns1/g4"], [])  # what the hold prevents
+    # the exporter wrote the Numatopology again (a new resourceVersion): its sets now decide alone
+    assert _after_first_session(holds=True, version="2")[0] == ["ns1/g3", "ns1/g4"]
+    # a newer exporter lists the pods whose resources the kubelet assigned: their holds are dropped
+    assert _after_first_session(holds=True, assigned_pods=frozenset({"ns1/g1", "ns1/g2"}))[0] == [
+        "ns1/g3", "ns1/g4"]
+
+
+def test_gpu_detail_and_pod_allocations_are_read() -> None:
+    topo_obj = {**TOPO, "metadata": {"name": "n1", "resourceVersion": "7"},
+                "spec": {**TOPO["spec"],  # type: ignore[dict-item]
+                         "numares": {"cpu": {"allocatable": "1-3"}, "nvidia.com/gpu": {"allocatable": "0-1"}},
+                         "gpuDetail": {"0": {"numa": 0}, "1": {"numa": 1}},
+                         "podAllocations": [{"uid": "u1", "name": "p", "namespace": "ns"}]}}
+    (topo,) = snapshot_from_objects([topo_obj]).numatopologies
+    assert (topo.gpus, topo.allocatable["nvidia.com/gpu"]) == ({0: 0, 1: 1}, frozenset({0, 1}))
+    assert (topo.assigned_pods, topo.version) == (frozenset({"u1", "ns/p"}), "7")
+    bad = {**topo_obj, "spec": {**topo_obj["spec"], "numares": {"nvidia.com/gpu": {"allocatable": "0-2"}}}}
+    with pytest.raises(PolicyError) as caught:
+        snapshot_from_objects([bad])
+    assert "GPUs 2 are not in spec.gpuDetail" in caught.value.diagnostics[0].message

@@ -447,7 +447,7 @@ _STATIC_ATTRS = frozenset({"allocatable", "labels", "unschedulable", "max_pods",
                            "preferred_pod_anti_affinity", "spread_constraints", "topology_key", "weight",
                            "max_skew", "min_domains", "when_unsatisfiable", "images", "relations",
                            # what numa-aware reads of a task (compile.numa: its QoS, policy, per-container CPUs)
-                           "guaranteed", "topology_policy", "container_cpus"})
+                           "guaranteed", "topology_policy", "container_cpus", "container_gpus"})
 # `numa` (a node's free CPUs for pinning) changes only with placements on that node, as its usage does
 _NODE_ATTRS = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count", "numa"})
 
@@ -467,7 +467,7 @@ def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]
         if isinstance(t, ir.Apply) and t.func in relations.FUNCTIONS:  # they read the task's relations
             attrs.add("images" if t.func == "image_bytes" else "relations")
         if isinstance(t, ir.Apply) and t.func in numa.FUNCTIONS:  # they read the task's QoS, policy and CPUs
-            attrs.update(("guaranteed", "topology_policy", "container_cpus"))
+            attrs.update(("guaranteed", "topology_policy", "container_cpus", "container_gpus"))
         if isinstance(t, ir.CallUser) and t.func not in seen and t.func in functions:
             seen.add(t.func)
             walk(functions[t.func][1])

@@ -13,6 +13,14 @@ kubelet reserves:
    then anywhere; whole free sockets, then whole free cores, then single CPUs.
 A container with no whole-CPU request has no preference and takes nothing.
 
+GPUs (Volcano's gpumanager provider, `nvidia.com/gpu` only) are a second hint provider: on a node whose
+Numatopology has `gpuDetail` and a free `nvidia.com/gpu` set, a container asking for N GPUs hints every
+set of the GPUs' NUMA nodes whose free GPUs number at least N, preferred when of the fewest nodes among
+those (unlike CPUs, counted on the free GPUs); the policy merges the CPU and GPU hints of a container
+(every pair: masks ANDed, preferred when both are) and the GPUs taken are the lowest-numbered free ones
+inside the chosen NUMA nodes, then the lowest elsewhere. The score counts the NUMA nodes of the CPUs and
+GPUs taken together.
+
 Which pods and nodes the rules apply to (filterNodeByPolicy) is in `answer`. The node's CPUs as the
 session sees them (the free set shrinks as placements take CPUs) come from `NumaSource`, which
 `vpolicy.engine.numa` implements; this module keeps no state across calls but the source's memo.
@@ -32,10 +40,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from vpolicy.model.numa import POD_POLICY_ANNOTATION, NumaTopology
+from vpolicy.model.numa import GPU, POD_POLICY_ANNOTATION, NumaTopology
 
 STATIC = "static"
 NO_POLICY = ("", "none")
+MAX_GPU_NUMA_NODES = 16  # gpumanager gives no hint (no preference) on a node with more GPU NUMA nodes
 
 
 class NumaSource(Protocol):
@@ -44,6 +53,7 @@ class NumaSource(Protocol):
     name: str
     topology: NumaTopology
     free_cpu: frozenset[int]
+    free_gpu: frozenset[int]
     memo: dict[Any, "Fit | Refused"]
 
     def note(self, key: Any) -> None: ...
@@ -54,7 +64,8 @@ class Fit:
     """The node admits the task; `cpus` are the CPUs it would get (empty: none pinned)."""
 
     cpus: frozenset[int] = frozenset()
-    numa_nodes: int = 0  # how many NUMA nodes those CPUs span
+    numa_nodes: int = 0  # how many NUMA nodes those CPUs and GPUs span
+    gpus: frozenset[int] = frozenset()  # the nvidia.com/gpu indices it would get
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +100,8 @@ class Layout:
         cores = len({(info.socket, info.core) for info in cpus.values()})  # getPhysicalCoresNum
         self.cpus_per_socket = len(self.all) // sockets if sockets else 0
         self.cpus_per_core = len(self.all) // cores if cores else 0
+        self.gpu_numa = dict(topology.gpus)  # GPU index -> NUMA node (spec.gpuDetail)
+        self.gpu_numa_nodes = tuple(sorted(set(self.gpu_numa.values())))
         reserve = -(-topology.reserved_cpu // 1000)  # whole CPUs, rounded up
         self.reserved = (take_by_topology(self, self.all, reserve) or frozenset()) if reserve > 0 else frozenset()
 
@@ -197,18 +210,42 @@ def cpu_hints(layout: Layout, available: frozenset[int], request: int) -> list[H
     return [(mask, len(mask) == smallest) for mask in found]
 
 
-def merge_hints(policy: str, numa_nodes: Sequence[int], hints: list[Hint] | None) -> tuple[Hint, bool]:
-    """The node policy's best hint and whether it admits the container (policy.Predicate); `hints` None:
-    the container has no preference."""
+def gpu_hints(layout: Layout, available: frozenset[int], request: int) -> list[Hint] | None:
+    """gpumanager's generateGPUTopologyHints: every set of the GPUs' NUMA nodes (by size, then ids) whose
+    available GPUs number at least the request, preferred when of the fewest nodes among them; None (no
+    preference) past MAX_GPU_NUMA_NODES."""
+    nodes = layout.gpu_numa_nodes
+    if len(nodes) > MAX_GPU_NUMA_NODES:
+        return None
+    per_node: dict[int, int] = {}
+    for gpu in available:
+        if gpu in layout.gpu_numa:
+            per_node[layout.gpu_numa[gpu]] = per_node.get(layout.gpu_numa[gpu], 0) + 1
+    found = [frozenset(combo) for size in range(1, len(nodes) + 1) for combo in itertools.combinations(nodes, size)
+             if sum(per_node.get(n, 0) for n in combo) >= request]
+    smallest = min((len(m) for m in found), default=0)
+    return [(mask, len(mask) == smallest) for mask in found]
+
+
+def merge_hints(policy: str, numa_nodes: Sequence[int], providers: Sequence[list[Hint] | None]
+                ) -> tuple[Hint, bool]:
+    """The node policy's best hint and whether it admits the container (policy.Predicate). `providers`:
+    each hint provider's hints for the container (CPU, GPU); None for one with no preference, [] for one
+    that cannot be satisfied (filterProvidersHints). Every permutation of one hint per provider is merged
+    (masks ANDed, preferred when all are), and the best merge kept (mergeFilteredHints)."""
     if policy not in ("best-effort", "restricted", "single-numa-node"):
         return (None, True), True  # policyNone
-    candidates: list[Hint] = [(None, True)] if hints is None else [(None, False)] if not hints else hints
+    lists: list[list[Hint]] = [[(None, True)] if h is None else [(None, False)] if not h else list(h)
+                               for h in providers]
     if policy == "single-numa-node":
-        candidates = [h for h in candidates if h[1] and (h[0] is None or len(h[0]) == 1)]
+        lists = [[h for h in hs if h[1] and (h[0] is None or len(h[0]) == 1)] for hs in lists]
     everything = frozenset(numa_nodes)
     best: Hint = (everything, False)
-    for mask, preferred in candidates:
-        merged = (everything if mask is None else mask) & everything
+    for permutation in itertools.product(*lists):
+        merged, preferred = everything, True
+        for mask, one_preferred in permutation:
+            merged = merged if mask is None else merged & mask
+            preferred = preferred and one_preferred
         if not merged:
             continue
         if preferred and not best[1]:
@@ -226,6 +263,15 @@ def _narrower(a: frozenset[int], b: frozenset[int]) -> bool:
     if len(a) != len(b):
         return len(a) < len(b)
     return sum(1 << n for n in a) < sum(1 << n for n in b)
+
+
+def allocate_gpus(layout: Layout, available: frozenset[int], request: int, hint: frozenset[int] | None
+                  ) -> frozenset[int]:
+    """gpumanager.Allocate: the lowest-numbered available GPUs inside the hint's NUMA nodes, then the lowest
+    of the rest (fewer than asked when not enough are free: the resource fit refuses such a node)."""
+    aligned = sorted(g for g in available if hint is None or layout.gpu_numa.get(g) in hint)[:request]
+    rest = sorted(available - set(aligned))[:request - len(aligned)]
+    return frozenset(aligned) | frozenset(rest)
 
 
 def allocate_cpus(layout: Layout, available: frozenset[int], request: int, hint: frozenset[int] | None
@@ -248,10 +294,10 @@ def task_policy(task: Any) -> str:
     return str(task.pod.annotations.get(POD_POLICY_ANNOTATION, ""))
 
 
-def spec_key(task: Any) -> tuple[str, tuple[tuple[str, int], ...]]:
-    """What an answer depends on of the task: its topology policy and each container's whole CPUs. The
-    engine keeps rule answers per task class, so the predicate is noted per spec, not per pod."""
-    return task_policy(task), task.pod.container_cpus
+def spec_key(task: Any) -> tuple[str, tuple[tuple[str, int], ...], tuple[int, ...]]:
+    """What an answer depends on of the task: its topology policy, each container's whole CPUs and GPUs.
+    The engine keeps rule answers per task class, so the predicate is noted per spec, not per pod."""
+    return task_policy(task), task.pod.container_cpus, task.pod.container_gpus
 
 
 def answer(task: Any, source: NumaSource | None) -> Fit | Unfit:
@@ -289,18 +335,29 @@ def _place(task: Any, source: NumaSource) -> Fit | Refused:
     topo = source.topology
     layout = layout_of(topo)
     has_cpu = "cpu" in topo.allocatable
-    free = source.free_cpu
+    has_gpu = bool(layout.gpu_numa) and GPU in topo.allocatable  # gpumanager: gpuDetail and a free set
+    free, free_gpu = source.free_cpu, source.free_gpu
+    gpus = task.pod.container_gpus
     taken: frozenset[int] = frozenset()
-    for name, request in task.pod.container_cpus:
+    taken_gpus: frozenset[int] = frozenset()
+    for index, (name, request) in enumerate(task.pod.container_cpus):
+        gpu_request = gpus[index] if index < len(gpus) else 0
         available = free - layout.reserved
-        hints = cpu_hints(layout, available, request) if request > 0 and has_cpu else None
+        hints = [cpu_hints(layout, available, request) if request > 0 and has_cpu else None,
+                 gpu_hints(layout, free_gpu, gpu_request) if gpu_request > 0 and has_gpu else None]
         (mask, _), admitted = merge_hints(topo.topology_manager_policy, layout.numa_nodes, hints)
         if not admitted:
             return Refused(name)
         got = allocate_cpus(layout, available, request, mask)
         taken |= got
         free = free - got
-    return Fit(taken, len({layout.numa_of[c] for c in taken if c in layout.numa_of}))
+        if gpu_request > 0 and GPU in topo.allocatable:
+            got_gpus = allocate_gpus(layout, free_gpu, gpu_request, mask)
+            taken_gpus |= got_gpus
+            free_gpu = free_gpu - got_gpus
+    spanned = {layout.numa_of[c] for c in taken if c in layout.numa_of}
+    spanned |= {layout.gpu_numa[g] for g in taken_gpus if g in layout.gpu_numa}
+    return Fit(taken, len(spanned), taken_gpus)
 
 
 # DSL built-ins (catalogue: vpolicy.lang.builtins.FUNCTIONS). They take `node.numa` (a NumaSource, or none

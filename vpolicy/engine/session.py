@@ -134,6 +134,7 @@ def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: floa
     if ctx.optimize_runs:
         decisions.stats["optimize"] = ctx.optimize_runs
     decisions.rule_runs = dict(runtime.ran)
+    decisions.numa_holds = state.numa.holds_after(decisions.binds, state.tasks.values())
     return SessionResult(decisions, state, ctx)
 
 

@@ -131,6 +131,10 @@ class TaskInfo:
         return self.pod.container_cpus
 
     @property
+    def container_gpus(self) -> tuple[int, ...]:
+        return self.pod.container_gpus
+
+    @property
     def status_name(self) -> str:
         return self.status.value
 
@@ -540,7 +544,8 @@ class SessionState:
             job.queue.allocated = job.queue.allocated + job.allocated
         self.total = total(n.allocatable for n in self.nodes.values())
         self.devices = DeviceLedger.open(self.nodes)  # GPU card usage, following set_status
-        self.numa = NumaLedger.open(self.nodes, snapshot.numatopologies)  # CPUs pinned, likewise
+        self.numa = NumaLedger.open(self.nodes, snapshot.numatopologies,  # CPUs pinned, likewise
+                                    snapshot.numa_holds)
         self.cluster = ClusterInfo(self)
         self.arrays = NodeArrays(list(self.nodes.values()), names(p.resreq for p in snapshot.pods))
         self.pod_index = PodIndex(self)  # pods per topology domain, for affinity and spread rules

@@ -30,6 +30,7 @@ from ruamel.yaml.scalarstring import LiteralScalarString
 from vpolicy.load import affinity as pod_affinity, topology
 from vpolicy.load.fields import View, memoized
 from vpolicy.load.yaml_spans import YamlFile
+from vpolicy.model import numa as numa_model
 from vpolicy.model import quantity, resources, snapshot
 from vpolicy.model.affinity import NO_RELATIONS, PodRelations
 from vpolicy.model.resources import Resources
@@ -84,6 +85,7 @@ class PodSpec:
     relations: PodRelations = NO_RELATIONS
     guaranteed: bool = False  # QoS class computed from the containers (kubelet's ComputePodQOS)
     container_cpus: tuple[tuple[str, int], ...] = ()  # whole CPUs each container requests (0: none/fraction)
+    container_gpus: tuple[int, ...] = ()  # nvidia.com/gpu each container requests, in the same order
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,13 +161,19 @@ def read_pod(obj: View, *, class_values: Mapping[str, int]) -> snapshot.Pod | No
         nominated_node=status.text("nominatedNodeName") if status else "",
         scheduling_gated=spec.scheduling_gated, vgpu_limits=spec.vgpu_limits, relations=spec.relations,
         scheduled_at=_scheduled_at(status), guaranteed=guaranteed, container_cpus=pinned_cpus(guaranteed, spec),
-        origin=meta.origin)
+        container_gpus=pinned_gpus(guaranteed, spec), origin=meta.origin)
 
 
 def pinned_cpus(guaranteed: bool, spec: PodSpec) -> tuple[tuple[str, int], ...]:
     """Each container's whole CPUs for a Guaranteed pod; none for another pod, whose CPUs the kubelet's
     static CPU manager never pins (so its task class and written YAML do not depend on them)."""
     return spec.container_cpus if guaranteed else ()
+
+
+def pinned_gpus(guaranteed: bool, spec: PodSpec) -> tuple[int, ...]:
+    """Each container's nvidia.com/gpu for a Guaranteed pod that asks for any (numa-aware aligns them as
+    it does CPUs); none otherwise, so pods without GPUs keep their task class."""
+    return spec.container_gpus if guaranteed and any(spec.container_gpus) else ()
 
 
 def _guaranteed(status: View | None, spec: PodSpec) -> bool:
@@ -227,10 +235,12 @@ def read_pod_spec(spec: View | None) -> PodSpec:
     vgpu: list[dict[str, int]] = []
     asked: list[tuple[dict[str, int], dict[str, int]]] = []  # each container's requests and limits (QoS)
     cpus: list[tuple[str, int]] = []
+    gpus: list[int] = []
     for container in containers:
         request, limits = _container_request(container)
         asked.append((request, _limit_amounts(limits)))
         cpus.append((container.text("name"), _whole_cpus(request)))
+        gpus.append(request.get(numa_model.GPU, 0) // 1000)
         _add(total, request)
         asks = {key: amount for key in VGPU_KEYS
                 if limits is not None and (amount := limits.plain_quantity(key)) is not None}
@@ -260,7 +270,7 @@ def read_pod_spec(spec: View | None) -> PodSpec:
         preemption_policy=spec.choice("preemptionPolicy", _PREEMPTION_POLICIES, default="PreemptLowerPriority"),
         scheduling_gated=spec.sequence_length("schedulingGates") > 0, vgpu_limits=tuple(vgpu),
         relations=pod_affinity.read_relations(spec, containers, inits),
-        guaranteed=_qos_guaranteed(asked), container_cpus=tuple(cpus))
+        guaranteed=_qos_guaranteed(asked), container_cpus=tuple(cpus), container_gpus=tuple(gpus))
 
 
 def _limit_amounts(limits: View | None) -> dict[str, int]:

@@ -3,7 +3,9 @@
 
 Field names are the CRD's: `spec.policies` (`CPUManagerPolicy`, `TopologyManagerPolicy`),
 `spec.resReserved` (quantities as text: `{cpu: "1"}`), `spec.numares.<resource>.allocatable` (a cpuset
-text, `0-3,8`) and `.capacity`, `spec.cpuDetail.<cpu id>` (`numa`, `socket`, `core`). A cpuset text or a
+text, `0-3,8`; for `nvidia.com/gpu` the free GPU indices) and `.capacity`, `spec.cpuDetail.<cpu id>`
+(`numa`, `socket`, `core`), `spec.gpuDetail.<gpu index>` (`numa`: Volcano's api.GPUDetails, which its
+exporter fills per GPU), `spec.podAllocations[]` (`uid`, `name`, `namespace`). A cpuset text or a
 CPU id that does not parse, and a free CPU that cpuDetail does not describe, are located errors (Volcano
 logs the first and schedules as if the node had no free CPUs). A TopologyManagerPolicy other than
 Kubernetes' four is a warning: Volcano then admits every pod as with `none`.
@@ -24,7 +26,7 @@ def read_numatopology(obj: View) -> numa.NumaTopology | None:
     if meta is None:
         return None
     if spec is None:
-        return numa.NumaTopology(name=meta.name, origin=meta.origin)
+        return numa.NumaTopology(name=meta.name, origin=meta.origin, version=_resource_version(obj))
     policies = spec.text_map("policies")
     topology_policy = policies.get(numa.TOPOLOGY_MANAGER_POLICY)
     if topology_policy is not None and topology_policy not in numa.TOPOLOGY_POLICIES:
@@ -46,6 +48,17 @@ def read_numatopology(obj: View) -> numa.NumaTopology | None:
             cpus[int(key)] = numa.CpuInfo(numa=info.integer("numa", default=0, minimum=0),
                                           socket=info.integer("socket", default=0, minimum=0),
                                           core=info.integer("core", default=0, minimum=0))
+    gpus: dict[int, int] = {}
+    gpu_detail = spec.mapping("gpuDetail")
+    for key in gpu_detail.named_keys() if gpu_detail else ():
+        gpu = gpu_detail.mapping(key) if gpu_detail else None
+        if not key.isdigit():
+            if gpu_detail:
+                gpu_detail.bad_value(key, f"GPU index {key!r} is not a non-negative integer",
+                                     "key gpuDetail by GPU index")
+            continue
+        if gpu is not None:
+            gpus[int(key)] = gpu.integer("numa", default=0, minimum=0)
     allocatable: dict[str, frozenset[int]] = {}
     numares = spec.mapping("numares")
     for name in numares.named_keys() if numares else ():
@@ -63,6 +76,23 @@ def read_numatopology(obj: View) -> numa.NumaTopology | None:
             res.bad_value("allocatable", f"CPUs {numa.format_cpuset(set(unknown))} are not in spec.cpuDetail",
                           "list every CPU in cpuDetail with its numa, socket and core")
             found = found & cpus.keys()
+        unknown_gpus = sorted(found - gpus.keys())
+        if name == numa.GPU and gpus and unknown_gpus:
+            res.bad_value("allocatable", f"GPUs {numa.format_cpuset(set(unknown_gpus))} are not in spec.gpuDetail",
+                          "list every GPU in gpuDetail with its numa node")
+            found = found & gpus.keys()
         allocatable[name] = found
+    assigned = set()
+    for allocation in spec.mappings("podAllocations"):
+        if allocation.text("uid"):
+            assigned.add(allocation.text("uid"))
+        if allocation.text("name"):
+            assigned.add(f"{allocation.text('namespace') or 'default'}/{allocation.text('name')}")
     return numa.NumaTopology(name=meta.name, policies=policies, reserved_cpu=reserved_cpu,
-                             allocatable=allocatable, cpus=cpus, origin=meta.origin)
+                             allocatable=allocatable, cpus=cpus, origin=meta.origin, gpus=gpus,
+                             assigned_pods=frozenset(assigned), version=_resource_version(obj))
+
+
+def _resource_version(obj: View) -> str:
+    meta = obj.mapping("metadata")
+    return meta.text("resourceVersion") if meta else ""

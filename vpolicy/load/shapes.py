@@ -62,7 +62,7 @@ SHAPES: dict[str, Shape] = {
     "StorageClass": {"metadata": META, "volumeBindingMode": KEEP, "provisioner": KEEP, "allowedTopologies": KEEP},
     "CSINode": {"metadata": META, "spec": KEEP},
     "Numatopology": {"metadata": META, "spec": {"policies": KEEP, "resReserved": KEEP, "numares": KEEP,
-                                                "cpuDetail": KEEP}},
+                                                "cpuDetail": KEEP, "gpuDetail": KEEP, "podAllocations": KEEP}},
 }
 
 

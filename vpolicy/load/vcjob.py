@@ -266,4 +266,5 @@ def _derive_pod(job: Job, task: Task, index: int, group: str, class_values: Mapp
         required_affinity=spec.required_affinity, preferred_affinity=spec.preferred_affinity,
         tolerations=spec.tolerations, creation=job.meta.creation, preemption_policy=spec.preemption_policy,
         scheduling_gated=spec.scheduling_gated, vgpu_limits=spec.vgpu_limits, relations=spec.relations,
-        guaranteed=spec.guaranteed, container_cpus=kinds.pinned_cpus(spec.guaranteed, spec), origin=task.origin)
+        guaranteed=spec.guaranteed, container_cpus=kinds.pinned_cpus(spec.guaranteed, spec),
+        container_gpus=kinds.pinned_gpus(spec.guaranteed, spec), origin=task.origin)

@@ -127,9 +127,6 @@ IMPLEMENTED_PLUGINS: tuple[str, ...] = (
 # one loads with a `conf.partial-plugin` warning that says what is missing, so nobody mistakes the
 # decisions for Volcano's where that part would have acted.
 PARTIAL_PLUGINS: Mapping[str, str] = {
-    "numa-aware": "only CPUs are placed by NUMA node: Volcano's GPU hints (nvidia.com/gpu over spec.gpuDetail) are "
-                  "not generated, and CPUs given to pods bound in an earlier session that the Numatopology does "
-                  "not show yet are not held back",
     "extender": "onSessionCloseVerb is never sent, prioritize is asked about every Ready node (not only "
                 "those that passed the predicates), and request bodies carry a subset of Volcano's TaskInfo, "
                 "NodeInfo, JobInfo and QueueInfo fields",

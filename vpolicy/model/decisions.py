@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from vpolicy.model.numa import NumaHold
+
 
 @dataclass(frozen=True, slots=True)
 class Eviction:
@@ -44,6 +46,9 @@ class Decisions:
     # the `every` rules that ran in this session (rule id -> session clock): not part of the document;
     # a scheduler that runs sessions one after another passes them on as the next one's `last_runs`
     rule_runs: dict[str, float] = field(default_factory=dict)
+    # numa-aware's CPUs and GPUs of the pods bound so far that their Numatopologies do not show yet: not
+    # part of the document; a scheduler passes them on as the next snapshot's `numa_holds`
+    numa_holds: tuple[NumaHold, ...] = ()
 
     def to_document(self) -> dict[str, object]:
         return {

@@ -4,8 +4,10 @@ Volcano's resource-exporter writes one Numatopology per node, named after the no
 `CPUManagerPolicy` and `TopologyManagerPolicy` (`spec.policies`), what the kubelet keeps back
 (`spec.resReserved`), the CPUs still free for exclusive use per resource (`spec.numares.<res>.allocatable`,
 a Linux cpuset text such as `0-3,8`), and each logical CPU's NUMA node, socket and core
-(`spec.cpuDetail`). The numa-aware plugin reads them (`vpolicy.compile.numa`); this module only holds
-them and parses cpuset texts. Standard library only.
+(`spec.cpuDetail`); for GPUs, the free `nvidia.com/gpu` indices (`spec.numares["nvidia.com/gpu"]`, the
+same cpuset text) and each GPU's NUMA node (`spec.gpuDetail.<index>.numa`); and, from a newer exporter,
+the pods whose resources the kubelet has assigned (`spec.podAllocations`). The numa-aware plugin reads
+them (`vpolicy.compile.numa`); this module only holds them and parses cpuset texts. Standard library only.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ TOPOLOGY_MANAGER_POLICY = "TopologyManagerPolicy"
 # The pod annotation a vcjob task's topologyPolicy becomes (Volcano's batch.NumaPolicyKey).
 POD_POLICY_ANNOTATION = "volcano.sh/numa-topology-policy"
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+GPU = "nvidia.com/gpu"  # the one device resource numa-aware aligns (Volcano's gpumanager provider)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,10 @@ class NumaTopology:
     allocatable: Mapping[str, frozenset[int]] = field(default_factory=dict)
     cpus: Mapping[int, CpuInfo] = field(default_factory=dict)
     origin: Span | None = field(default=None, compare=False)
+    gpus: Mapping[int, int] = field(default_factory=dict)  # GPU index -> its NUMA node (spec.gpuDetail)
+    # spec.podAllocations: the pods (uid, and namespace/name) the exporter reports the kubelet has assigned
+    assigned_pods: frozenset[str] = frozenset()
+    version: str = ""  # metadata.resourceVersion: a new one replaces what the scheduler held back (NumaHold)
 
     @property
     def cpu_manager_policy(self) -> str:
@@ -89,3 +96,24 @@ def format_cpuset(cpus: frozenset[int] | set[int]) -> str:
         parts.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
         i = j + 1
     return ",".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class NumaHold:
+    """CPUs and GPUs the numa-aware plugin gave a pod bound in an earlier session, held back from the
+    node's free sets until the node's Numatopology shows them taken: Volcano's OnSessionClose writes them
+    into its cache (UpdateSchedulerNumaInfo), where they stay until the Numatopology object is updated
+    (its informer replaces the node's NUMA info) or, with an exporter that reports `podAllocations`, until
+    it lists the pod. `version` is the Numatopology's resourceVersion the hold was taken against."""
+
+    pod: str  # uid
+    key: str  # namespace/name
+    node: str
+    version: str
+    cpus: frozenset[int] = frozenset()
+    gpus: frozenset[int] = frozenset()
+
+    def applies_to(self, topology: NumaTopology) -> bool:
+        """Still held on this Numatopology: the same object version, and the pod not reported assigned."""
+        return (topology.name == self.node and topology.version == self.version
+                and self.pod not in topology.assigned_pods and self.key not in topology.assigned_pods)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from vpolicy.model.budgets import PodDisruptionBudget, ResourceQuota
-from vpolicy.model.numa import NumaTopology
+from vpolicy.model.numa import NumaHold, NumaTopology
 from vpolicy.model.affinity import NO_RELATIONS, PodRelations
 from vpolicy.model.volumes import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from vpolicy.model.hypernodes import HyperNode, NetworkTopology, SubGroupPolicy
@@ -183,6 +183,7 @@ class Pod:
     # for a pod that is not Guaranteed: the kubelet pins none of its CPUs)
     guaranteed: bool = False
     container_cpus: tuple[tuple[str, int], ...] = ()
+    container_gpus: tuple[int, ...] = ()  # each container's nvidia.com/gpu, in container_cpus' order (ditto)
     origin: Span | str | None = field(default=None, compare=False)
     # cpu and memory limits (containers summed, an init container's if larger), and status.startTime
     # (epoch seconds, 0: not started): what usage's load estimate of a recently placed pod reads
@@ -305,6 +306,9 @@ class ClusterSnapshot:
     pdbs: tuple[PodDisruptionBudget, ...] = ()  # policy/v1 PodDisruptionBudgets (the pdb plugin)
     resource_quotas: tuple[ResourceQuota, ...] = ()  # v1 ResourceQuotas (the resourcequota plugin)
     numatopologies: tuple[NumaTopology, ...] = ()  # nodeinfo.volcano.sh Numatopologies (numa-aware)
+    # CPUs and GPUs numa-aware gave pods in earlier sessions, held until their Numatopology shows them:
+    # a live scheduler passes on each session's Decisions.numa_holds (none from a dump)
+    numa_holds: tuple[NumaHold, ...] = ()
 
     def job_priority(self, pg: PodGroup) -> int:
         """PodGroup priorityClassName's value; else the globalDefault class; else 0 (reference §1)."""
