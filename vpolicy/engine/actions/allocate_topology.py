@@ -26,6 +26,7 @@ import numpy as np
 from vpolicy.engine import domain_plan, optimize
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.heap import Queue
+from vpolicy.engine.placement import FitErrors
 from vpolicy.engine.state import JobInfo, TaskInfo
 from vpolicy.engine.statement import Statement
 from vpolicy.engine.topology import SessionTopology
@@ -72,10 +73,9 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
     may take the room of a planned gang not yet served (`Plan.keeps`)."""
     from vpolicy.engine.actions.allocate import allocate_tasks  # allocate dispatches here
 
-    rt, topo = ctx.runtime, ctx.state.topology
+    topo = ctx.state.topology
     planned = plan.domain(job) if plan is not None else ""
     pending = _drain(tasks)
-    original = job.allocated_hypernode
     tried: list[list[str]] = []
     placement = ctx.placement
     sample, placement.sample = placement.sample, False  # a domain is searched whole
@@ -86,31 +86,13 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
             best: _Solution | None = None
             if planned in group:
                 group = [planned, *(n for n in group if n != planned)]
-            for name in group:
-                info = topo.info(name)
-                if fits is not None and not fits[topo.rows(name)].any():
-                    continue  # the dry run would place nothing there
-                job.failed_roles.clear()  # Volcano's ResetFitErr: each domain starts clean
-                worksheet = rt.task_queue(pending)
-                if job.sub_groups:
-                    stmt = place_sub_groups(ctx, job, worksheet, name)
-                else:
-                    stmt = allocate_tasks(ctx, job, worksheet, within=topo.mask(name))
-                if (stmt is not None and stmt.ops and plan is not None and name != planned
-                        and not plan.keeps(ctx.state, name, job=job)):
-                    stmt.discard()  # it would take a planned gang's room
-                    stmt = None
-                if stmt is not None and stmt.ops:
-                    left = -float(optimize.gpus(info.idle))  # GPUs the gang would leave free there
-                    trial = _Solution(name, (), [(op.kind, op.task, op.task.node_name) for op in stmt.ops],
-                                      _drain(worksheet))
-                    stmt.discard()
-                    # scored as the session was before the dry run, as Volcano scores its solutions
-                    score = float(sum(rt.ask(rule, job, info) for rule in rt.rules("hypernode_order")))
-                    trial.score = (left, score) if ctx.optimize else (score,)
-                    if best is None or trial.score > best.score:
-                        best = trial
-                job.allocated_hypernode = original
+            names = [n for n in group if fits is None or fits[topo.rows(n)].any()]  # else it places nothing
+            if not ctx.optimize:
+                best = _best_by_score(ctx, job, pending, names)
+            for name in names if ctx.optimize else ():
+                trial = _trial(ctx, job, pending, name, plan, planned)
+                if trial is not None and (best is None or trial.score > best.score):
+                    best = trial
                 if best is not None and best.domain == planned:
                     break  # optimize: the plan holds
             if best is not None:
@@ -136,6 +118,123 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
         return allocate_tasks(ctx, job, tasks), ""
     ctx.job_reasons[job.key] = unplaced_reason(topo, job, pending, tried)
     return None, ""
+
+
+def _trial(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], name: str,
+           plan: domain_plan.Plan | None = None, planned: str = "") -> _Solution | None:
+    """The gang's dry run inside domain `name`: its placements (undone) when it is ready or pipelined
+    there, scored by the `hypernode_order` rules as the session was before the dry run (as Volcano
+    scores its solutions); optimize mode's GPUs left free are read before the placements are undone."""
+    from vpolicy.engine.actions.allocate import allocate_tasks  # allocate dispatches here
+
+    rt, topo = ctx.runtime, ctx.state.topology
+    original = job.allocated_hypernode
+    job.failed_roles.clear()  # Volcano's ResetFitErr: each domain starts clean
+    worksheet = rt.task_queue(pending)
+    if job.sub_groups:
+        stmt = place_sub_groups(ctx, job, worksheet, name)
+    else:
+        stmt = allocate_tasks(ctx, job, worksheet, within=topo.mask(name))
+    if (stmt is not None and stmt.ops and plan is not None and name != planned
+            and not plan.keeps(ctx.state, name, job=job)):
+        stmt.discard()  # it would take a planned gang's room
+        stmt = None
+    trial = None
+    if stmt is not None and stmt.ops:
+        trial = _Solution(name, (), [(op.kind, op.task, op.task.node_name) for op in stmt.ops], _drain(worksheet))
+        if ctx.optimize:
+            trial.score = (-float(optimize.gpus(topo.info(name).idle)),)  # GPUs the gang would leave free
+        stmt.discard()
+    job.allocated_hypernode = original
+    if trial is not None:
+        trial.score = (*trial.score, _domain_score(ctx, job, name))
+    return trial
+
+
+def _domain_score(ctx: ActionContext, job: JobInfo, name: str) -> float:
+    rt = ctx.runtime
+    return float(sum(rt.ask(rule, job, ctx.state.topology.info(name)) for rule in rt.rules("hypernode_order")))
+
+
+def _best_by_score(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], names: list[str]) -> _Solution | None:
+    """Volcano mode: the domain of `names` (one tier, breadth-first order) the `hypernode_order` rules
+    score highest among those where the gang is ready or pipelined, ties to the first.
+
+    Every dry run is undone and a domain's score is taken before its dry run, so the scores are known
+    before any: the domains are tried best first and the first that holds the gang wins, as trying
+    them all and keeping the best would. When it places every pending task the rest are not tried:
+    what their dry runs would leave behind (the fit errors of tasks they could not place, where each
+    task was last placed) concerns only tasks the winner places. Otherwise (tasks beyond minMember
+    left over) every domain is tried. What the dry runs leave behind is then replayed in breadth-first
+    order, as trying them in that order leaves it."""
+    scores = [_domain_score(ctx, job, name) for name in names]
+    order = sorted(range(len(names)), key=lambda i: -scores[i])  # stable: ties keep breadth-first order
+    session_errors = ctx.fit_errors
+    errors_before: dict[str, FitErrors | None] = {}
+    placed_before: dict[int, tuple[TaskInfo, tuple[str, str] | None]] = {}
+    runs: list[tuple[int, list[tuple[str, FitErrors | None]], list[tuple[TaskInfo, tuple[str, str] | None]],
+                     set[str]]] = []
+    best = None
+    try:
+        for i in order:
+            journal = _FitErrorJournal(session_errors, errors_before)
+            ctx.fit_errors = journal
+            last = [t.last_placement for t in pending]
+            trial = _trial(ctx, job, pending, names[i])
+            moved: list[tuple[TaskInfo, tuple[str, str] | None]] = []
+            for task, was in zip(pending, last):
+                if task.last_placement is not was:  # placed by this dry run, and undone
+                    placed_before.setdefault(id(task), (task, was))
+                    moved.append((task, task.last_placement))
+            runs.append((i, journal.log, moved, set(job.failed_roles)))
+            if best is None:
+                best = trial  # the first that holds the gang is the best-scored one
+            if best is not None and len(best.placements) == len(pending):
+                break  # it places every task: nothing the later dry runs would leave behind is seen
+    finally:
+        ctx.fit_errors = session_errors
+    if len(runs) > 1:
+        for uid, errors in errors_before.items():
+            _put(session_errors, uid, errors)
+        for task, where in placed_before.values():
+            task.last_placement = where
+        runs.sort(key=lambda run: run[0])
+        for _i, log, placed, _roles in runs:
+            for uid, errors in log:
+                _put(session_errors, uid, errors)
+            for task, where in placed:
+                task.last_placement = where
+        job.failed_roles.clear()
+        job.failed_roles.update(runs[-1][3])
+    return best
+
+
+class _FitErrorJournal(dict[str, FitErrors]):
+    """Stands in for `ActionContext.fit_errors` during one dry run (which only records and drops a
+    task's fit errors): each write goes to the session's dict and is logged, with the value it
+    replaced the first time a task is touched (`before`, shared by the dry runs of one tier)."""
+
+    def __init__(self, session: dict[str, FitErrors], before: dict[str, FitErrors | None]):
+        super().__init__()
+        self.session, self.before = session, before
+        self.log: list[tuple[str, FitErrors | None]] = []
+
+    def __setitem__(self, uid: str, errors: FitErrors) -> None:
+        self.before.setdefault(uid, self.session.get(uid))
+        self.session[uid] = errors
+        self.log.append((uid, errors))
+
+    def pop(self, uid: str, default: Any = None) -> Any:
+        self.before.setdefault(uid, self.session.get(uid))
+        self.log.append((uid, None))
+        return self.session.pop(uid, default)
+
+
+def _put(errors: dict[str, FitErrors], uid: str, value: FitErrors | None) -> None:
+    if value is None:
+        errors.pop(uid, None)
+    else:
+        errors[uid] = value
 
 
 def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], domain: str) -> Statement | None:
