@@ -158,3 +158,48 @@ def test_the_predicate_is_asked_for_each_pod_not_each_kind_of_pod(extender: Fake
     decisions = _session(snapshot, extender.url, **{"extender.predicateVerb": "predicate"})
     assert decisions.binds == {"ns/b-0": "n1"}
     assert any("no" in reason for reason in decisions.unschedulable["ns/a-0"])
+
+
+def test_prioritize_gets_only_the_nodes_scored_together(extender: FakeExtender) -> None:
+    """Volcano's BatchNodeOrderFn sees the nodes that passed the predicates and fit Idle, not every node:
+    n3 is too small for the pod, so the extender is asked about n1 and n2 only."""
+    extender.answers["prioritize"] = lambda _, body: (200, {"nodeScore": {n["Name"]: 10 for n in body["nodes"]}})
+    snapshot = ClusterSnapshot(nodes=(build.node("n1"), build.node("n2"), build.node("n3", cpu=500)),
+                               queues=(build.queue(),), podgroups=(build.podgroup("pg"),),
+                               pods=(build.pod("pg-0", "pg"),))
+    _session(snapshot, extender.url, **{"extender.prioritizeVerb": "prioritize"})
+    (body,) = [b for verb, b in extender.calls if verb == "prioritize"]
+    assert [n["Name"] for n in body["nodes"]] == ["n1", "n2"]
+    assert body["task"]["Resreq"] == {"MilliCPU": 1000.0, "Memory": float(build.GIB), "ScalarResources": None,
+                                      "MaxTaskNum": 1}
+    assert body["task"]["Status"] == 1  # Volcano's TaskStatus Pending, as Go encodes it
+
+
+def test_a_lone_candidate_node_is_not_prioritized(extender: FakeExtender) -> None:
+    """Volcano scores only when more than one node is left (allocate's prioritizeNodes)."""
+    extender.answers["prioritize"] = lambda _, body: (200, {"nodeScore": {}})
+    snapshot = ClusterSnapshot(nodes=(build.node("n1"), build.node("n3", cpu=500)), queues=(build.queue(),),
+                               podgroups=(build.podgroup("pg"),), pods=(build.pod("pg-0", "pg"),))
+    decisions = _session(snapshot, extender.url, **{"extender.prioritizeVerb": "prioritize"})
+    assert decisions.binds == {"ns/pg-0": "n1"}
+    assert "prioritize" not in extender.verbs()
+
+
+def test_session_open_and_close_are_sent_once_each_in_order(extender: FakeExtender) -> None:
+    """OnSessionOpen posts the session's jobs, nodes and queues (Volcano's OnSessionOpenRequest, keyed as
+    its maps are); OnSessionClose posts `{}` after every action, and its answer changes nothing."""
+    extender.answers["open"] = lambda _, body: (200, {})
+    extender.answers["close"] = lambda _, body: (500, None)
+    extender.answers["predicate"] = lambda _, body: (200, {"status": ""})
+    decisions = _session(_two_nodes_one_pod(), extender.url, **{
+        "extender.onSessionOpenVerb": "open", "extender.onSessionCloseVerb": "close",
+        "extender.predicateVerb": "predicate"})
+    assert decisions.binds == {"ns/pg-0": "n1"}
+    verbs = extender.verbs()
+    assert verbs[0] == "open" and verbs[-1] == "close"
+    assert verbs.count("open") == verbs.count("close") == 1
+    opened = extender.calls[0][1]
+    assert sorted(opened) == ["Jobs", "NamespaceInfo", "NodeList", "Nodes", "Queues", "RevocableNodes"]
+    assert sorted(opened["Nodes"]) == ["n1", "n2"] and list(opened["Jobs"]) == ["ns/pg"]
+    assert list(opened["Jobs"]["ns/pg"]["Tasks"].values())[0]["Name"] == "pg-0"
+    assert extender.calls[-1][1] == {}

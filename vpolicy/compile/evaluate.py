@@ -87,7 +87,7 @@ def get_attr(obj: Any, name: str) -> Any:
     return value.value if isinstance(value, enum.Enum) else value
 
 
-_GLOBAL_KEYS = ("cluster", "$session", "$now", "$tz")
+_GLOBAL_KEYS = ("cluster", "$session", "$now", "$tz", "$candidates")
 
 
 def compile_term(term: ir.Term, functions: dict[str, Callable[..., Any]] | None = None,

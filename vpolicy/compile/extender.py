@@ -8,9 +8,12 @@ could not be reached in time, answered other than 200, or with something that is
 and `error` says which; the rule module then applies Volcano's `ignorable` failure policy. The request
 body depends on what is passed: a task and a node (predicate), a task and a list of nodes
 (prioritize), a task and a list of tasks (preemptable, reclaimable: `evictor` and `evictees`), a job
-(jobEnqueueable, jobReady), a queue (queueOverused), or nothing (onSessionOpen). Objects are sent as
-the subset of Volcano's TaskInfo, NodeInfo, JobInfo and QueueInfo fields an extender reads, under their
-Go names; victims come back as tasks and are matched by `UID`.
+(jobEnqueueable, jobReady), a queue (queueOverused), the cluster (onSessionOpen: Volcano's
+OnSessionOpenRequest, `Jobs`, `Nodes`, `Queues`, `NamespaceInfo`, `RevocableNodes` keyed as in Go), or
+nothing (onSessionClose: `{}`). Objects are sent as Volcano's TaskInfo, NodeInfo, JobInfo and QueueInfo
+encode to JSON (Go field names, a TaskStatus as its number, a Resource as `MilliCPU`, `Memory`,
+`ScalarResources`, `MaxTaskNum`), with the Kubernetes objects inside them reduced to metadata and the
+scheduling fields vpolicy reads; victims come back as tasks and are matched by `UID`.
 
 Answers are remembered for the objects they were asked about while those objects live (one session),
 so a rule and its reason clause, or a node score asked node by node, make one request. This module
@@ -111,6 +114,8 @@ class ExtenderClient:
 def _kind(subject: Any, other: Any) -> str:
     if subject is None:
         return "session"
+    if hasattr(subject, "queues") and hasattr(subject, "nodes"):
+        return "open"
     if hasattr(subject, "min_available"):
         return "job"
     if hasattr(subject, "weight") and hasattr(subject, "jobs"):
@@ -124,6 +129,8 @@ def _payload(subject: Any, other: Any) -> dict[str, Any]:
     kind = _kind(subject, other)
     if kind == "session":
         return {}
+    if kind == "open":
+        return _session_open(subject)
     if kind == "job":
         return {"job": _job(subject)}
     if kind == "queue":
@@ -143,7 +150,7 @@ def _cache_key(verb: str, subject: Any, other: Any) -> tuple[tuple[Any, ...], tu
 
 
 def _decode(kind: str, text: bytes, verb: str) -> Reply:
-    if kind == "session":
+    if kind in ("session", "open"):
         return Reply(ok=True)
     try:
         body = json.loads(text or b"null")
@@ -172,29 +179,63 @@ def _decode(kind: str, text: bytes, verb: str) -> Reply:
         return Reply(ok=False, error=f"{verb}: the extender's answer does not have the verb's fields")
 
 
-def _resources(r: Resources) -> dict[str, int]:
-    return {name: int(v) for name, v in r.items()}
+# Volcano's TaskStatus values (api/types.go: 1 << iota from Pending); Go encodes the type as its number.
+TASK_STATUS = {name: 1 << i for i, name in enumerate(
+    ("Pending", "Allocated", "Pipelined", "Binding", "Bound", "Running", "Releasing", "Succeeded", "Failed",
+     "Unknown"))}
+REVOCABLE_ZONE_LABEL = "volcano.sh/revocable-zone"
+
+
+def _resources(r: Resources) -> dict[str, Any]:
+    """A Volcano api.Resource as Go encodes it: millicores, bytes, extended resources in milli-units (as
+    vpolicy keeps them), and the pod count as MaxTaskNum."""
+    scalars = {name: float(v) for name, v in r.items() if name not in ("cpu", "memory", "pods")}
+    return {"MilliCPU": float(r.get("cpu", 0)), "Memory": float(r.get("memory", 0)),
+            "ScalarResources": scalars or None, "MaxTaskNum": int(r.get("pods", 0))}
 
 
 def _task(t: Any) -> dict[str, Any]:
     pod = t.pod
+    status = t.status.value
     return {"UID": t.uid, "Job": t.job.key if t.job is not None else "", "Name": t.name, "Namespace": t.namespace,
-            "TaskRole": t.role, "Priority": t.priority, "NodeName": t.node_name, "Status": t.status.value,
-            "Preemptable": t.preemptable, "Resreq": _resources(t.resreq),
+            "TaskRole": t.role, "Resreq": _resources(t.resreq), "InitResreq": _resources(t.resreq),
+            "NodeName": t.node_name, "Status": TASK_STATUS.get(status, TASK_STATUS["Unknown"]),
+            "Priority": t.priority, "Preemptable": t.preemptable, "BestEffort": t.best_effort,
+            "RevocableZone": t.revocable_zone,
             "Pod": {"metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid,
-                                 "labels": dict(pod.labels), "annotations": dict(pod.annotations)}}}
+                                 "labels": dict(pod.labels), "annotations": dict(pod.annotations)},
+                    "spec": {"nodeName": pod.node_name, "schedulerName": pod.scheduler_name,
+                             "priority": pod.priority, "priorityClassName": pod.priority_class_name,
+                             "nodeSelector": dict(pod.node_selector)},
+                    "status": {"phase": pod.phase}}}
 
 
 def _node(n: Any) -> dict[str, Any]:
-    return {"Name": n.name, "Allocatable": _resources(n.allocatable), "Used": _resources(n.used),
-            "Idle": _resources(n.idle), "Releasing": _resources(n.releasing),
-            "Node": {"metadata": {"name": n.name, "labels": dict(n.labels)}}}
+    return {"Name": n.name, "RevocableZone": n.labels.get(REVOCABLE_ZONE_LABEL, ""),
+            "Allocatable": _resources(n.allocatable), "Capacity": _resources(n.capacity),
+            "Used": _resources(n.used), "Idle": _resources(n.idle), "Releasing": _resources(n.releasing),
+            "Pipelined": _resources(n.pipelined),
+            "Node": {"metadata": {"name": n.name, "labels": dict(n.labels), "annotations": dict(n.annotations)},
+                     "spec": {"unschedulable": n.unschedulable}}}
 
 
 def _job(j: Any) -> dict[str, Any]:
-    return {"UID": j.uid, "Name": j.name, "Namespace": j.namespace, "Queue": j.queue.name,
-            "Priority": j.priority, "MinAvailable": j.min_available, "Tasks": [_task(t) for t in j.tasks]}
+    return {"UID": j.key, "PgUID": j.uid, "Name": j.name, "Namespace": j.namespace, "Queue": j.queue.name,
+            "Priority": j.priority, "MinAvailable": j.min_available, "Preemptable": j.preemptable,
+            "Allocated": _resources(j.allocated), "Tasks": {t.uid: _task(t) for t in j.tasks}}
 
 
 def _queue(q: Any) -> dict[str, Any]:
-    return {"UID": q.name, "Name": q.name, "Weight": q.weight, "Allocated": _resources(q.allocated)}
+    return {"UID": q.name, "Name": q.name, "Weight": q.weight, "Reclaimable": q.reclaimable,
+            "Allocated": _resources(q.allocated)}
+
+
+def _session_open(cluster: Any) -> dict[str, Any]:
+    """Volcano's OnSessionOpenRequest (its fields carry no JSON tags: Go's names)."""
+    nodes = {n.name: _node(n) for n in cluster.nodes}
+    return {"Jobs": {j.key: _job(j) for j in cluster.jobs},
+            "Nodes": nodes,
+            "Queues": {q.name: _queue(q) for q in cluster.queues},
+            "NamespaceInfo": {ns: {"Name": ns} for ns in sorted({j.namespace for j in cluster.jobs})},
+            "RevocableNodes": {name: n for name, n in nodes.items() if n["RevocableZone"]},
+            "NodeList": None}

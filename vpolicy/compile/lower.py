@@ -347,6 +347,8 @@ class _Lowerer:
             return ir.CallUser(self.module.name, fn.name, params, tuple(args))
         if e.func == "now" and not args:
             return ir.Var("$now")  # the session clock (builtins.FUNCTIONS["now"])
+        if e.func == "candidate_nodes" and not args:
+            return ir.Var("$candidates")  # the nodes being scored together (Runtime's `$candidates`)
         if e.func == "time_of_day" and len(args) == 1:
             args.append(ir.Var("$tz"))  # read in the session's time zone (Runtime's `timezone`)
         if e.func not in self.fns:
@@ -462,6 +464,8 @@ def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]
     def walk(t: object) -> None:
         if isinstance(t, ir.GetAttr):
             attrs.add(t.name)
+        if isinstance(t, ir.Var) and t.name == "$candidates":
+            attrs.add("$candidates")  # candidate_nodes(): the scored group, different per call
         if isinstance(t, ir.Apply) and t.func in relations.PLACEMENT_FUNCTIONS:
             placements.append(t.func)
         if isinstance(t, ir.Apply) and t.func in relations.FUNCTIONS:  # they read the task's relations

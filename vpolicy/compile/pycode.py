@@ -202,7 +202,7 @@ class Generator:
         if isinstance(t, ir.Const):
             return self.const(t.value)
         if isinstance(t, ir.Var):
-            if t.name in ("$now", "$tz"):
+            if t.name in ("$now", "$tz", "$candidates"):
                 return f"env[{t.name!r}]"  # the session clock and its time zone
             return "cluster" if t.name == "cluster" else _ident(t.name)
         if isinstance(t, ir.SessionRef):

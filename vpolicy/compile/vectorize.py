@@ -287,7 +287,7 @@ class _Vec:
         self.depth -= 1
 
         def call(env: VEnv) -> Any:
-            inner: VEnv = {k: env[k] for k in ("cluster", "$session", "$now", "$tz") if k in env}
+            inner: VEnv = {k: env[k] for k in ("cluster", "$session", "$now", "$tz", "$candidates") if k in env}
             for name, arg in zip(params, args):
                 inner[name] = arg(env)
             return body(inner)

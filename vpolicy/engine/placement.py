@@ -16,6 +16,7 @@ nowhere, by the exact scalar path, so their wording and order never depend on th
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -244,6 +245,7 @@ class Placement:
         self._static_reads = frozenset().union(*(r.reads for r in self.predicates if r.depends in ("static", "pods")))
         self._static_masks: dict[tuple[Any, ...], np.ndarray] = {}
         self.score_rules = runtime.rules("node_order")
+        self._scores_read_candidates = any("$candidates" in r.reads for r in self.score_rules)
         self._static: dict[tuple[Any, ...], np.ndarray] = {}
         self._cached: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
         self._views: dict[tuple[Any, ...], _ClassView] = {}
@@ -684,10 +686,26 @@ class Placement:
 
     def _scores_rows(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         total = np.zeros(len(rows))
-        for rule in self.score_rules:
-            raw = self._rule_values(rule, task, rows)
-            total += rule_score(rule, raw, self.rt.env)
+        with self._scored_among(rows):
+            for rule in self.score_rules:
+                raw = self._rule_values(rule, task, rows)
+                total += rule_score(rule, raw, self.rt.env)
         return total
+
+    @contextmanager
+    def _scored_among(self, rows: np.ndarray) -> Iterator[None]:
+        """While scoring `rows` together, `candidate_nodes()` answers their nodes (Volcano hands a batch
+        node order function the node list it scores); only when a score rule reads it."""
+        if not self._scores_read_candidates:
+            yield
+            return
+        env = self.rt.env
+        before = env["$candidates"]
+        env["$candidates"] = [self.node_list[int(i)] for i in rows]
+        try:
+            yield
+        finally:
+            env["$candidates"] = before
 
     def best_node(self, task: TaskInfo, nodes: list[NodeInfo]) -> tuple[NodeInfo, bool]:
         """The node to use and whether it fits Idle now (allocate) or only FutureIdle (pipeline)."""
@@ -706,8 +724,9 @@ class Placement:
             scores = self._scores_rows(task, group)
         else:
             scores = view.total[group]
-            for rule in view.late:
-                scores = scores + self._rule_values(rule, task, group)
+            with self._scored_among(group):
+                for rule in view.late:
+                    scores = scores + self._rule_values(rule, task, group)
         return self.node_list[int(group[int(scores.argmax())])], bool(len(idle_rows))
 
     def _packed_row(self, task: TaskInfo, view: _ClassView, rows: np.ndarray,
@@ -727,8 +746,9 @@ class Placement:
         if scores is not None and view.late:
             members = np.flatnonzero(group)
             scores = scores.copy()
-            for rule in view.late:
-                scores[members] += self._rule_values(rule, task, members)
+            with self._scored_among(members):
+                for rule in view.late:
+                    scores[members] += self._rule_values(rule, task, members)
         elif scores is None:  # scores normalised over the candidates: computed on the group alone
             scores = np.zeros(len(self.node_list))
             members = np.flatnonzero(group)

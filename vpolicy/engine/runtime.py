@@ -54,6 +54,7 @@ DECIDES: dict[str, Callable[[Any], bool]] = {
     "sum": lambda v: v != 0,
     "tier-intersection": bool,
     "tier-union": bool,
+    "each": lambda v: False,  # session_close: asked for its effect, its answer decides nothing
 }
 
 
@@ -187,8 +188,10 @@ class Runtime:
         self.tiers = [list(t) for t in tiers]
         self.state = state
         # `$tz`: the zone `time_of_day` reads the session clock in (compile.functions.time_of_day)
+        # `$candidates`: the nodes a node_order rule is scored among (engine.placement sets them while
+        # it scores; every Ready node otherwise), read by `candidate_nodes()`
         self.env: dict[str, Any] = {"cluster": state.cluster, "$session": {}, "$now": now,
-                                    "$tz": timezone or dt_timezone.utc}
+                                    "$tz": timezone or dt_timezone.utc, "$candidates": state.cluster.nodes}
         # `every` rules: when each last ran in this scheduler process (rule id -> session clock), and
         # the ones that ran in this session (the caller carries them into the next session's last_runs)
         self.last_runs: Mapping[str, float] = last_runs or {}
@@ -538,6 +541,13 @@ class Runtime:
             if chosen:
                 return list(chosen.values())
         return []
+
+    def session_close(self) -> None:
+        """Volcano's OnSessionClose: every `session_close` rule once, in tier order, for its effect."""
+        for tier in self._by_callback["session_close"]:
+            for _plugin, rules in tier:
+                for rule in rules:
+                    self._call(rule)
 
     def _due(self, rule: CompiledRule) -> bool:
         """Whether an `every` rule runs in this session: never ran in this process, or ran at least its

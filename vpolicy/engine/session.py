@@ -124,6 +124,7 @@ def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: floa
             ctx.solver_notes[verdict.job] = describe(verdict, job, held_by=_job_hold(ctx, job))
     solver_ms = round((time.perf_counter() - t0) * 1000, 3)
     decisions = close_session(ctx)
+    runtime.session_close()  # the plugins' session-close rules (an extender's onSessionCloseVerb)
     decisions.annotations.update(state.devices.annotations(state.tasks, decisions.binds, now=now))
     decisions.stats = {
         "session_ms": round((time.perf_counter() - started) * 1000, 3),

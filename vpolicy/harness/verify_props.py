@@ -140,7 +140,7 @@ def deserved_shares(o: Observed) -> dict[str, Resources] | None:
                 return {q.name: v for q, v in table.items()}
             fn = module.helpers.get("deserved_of")
             if fn is not None:
-                env = {k: rt.env[k] for k in ("cluster", "$session", "$now", "$tz")}
+                env = {k: rt.env[k] for k in ("cluster", "$session", "$now", "$tz", "$candidates")}
                 return {q.name: fn({**env, "deserved_of.q": q}) for q in o.first.result.state.queues.values()}
     return None
 

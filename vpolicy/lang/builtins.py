@@ -256,6 +256,9 @@ CALLBACKS: dict[str, Callback] = {
                           "gangreclaim; Volcano's UnifiedEvictable)"),
     "victim_tasks": Callback((("tasks", "list[task]"),), "list[task]", "enabledVictim", "tier-union",
                              "of the running tasks, those to evict (shuffle); the first tier with any decides"),
+    "session_close": Callback((), "bool", None, "each",
+                              "asked once as the session closes, after every action, for its effect (Volcano's "
+                              "OnSessionClose: an extender's onSessionCloseVerb); the answer decides nothing"),
 }
 
 FUNCTIONS: dict[str, Function] = {
@@ -355,6 +358,11 @@ FUNCTIONS: dict[str, Function] = {
     "float": Function(("any",), "number", "convert to number"),
     "str": Function(("any",), "string", "render as text"),
     "now": Function((), "number", "the session clock, epoch seconds"),
+    "candidate_nodes": Function((), "list[node]",
+                                "in a node_order rule, the nodes being scored together for the task (Volcano's "
+                                "BatchNodeOrderFn list: in allocate those that passed the predicates and fit Idle, "
+                                "else FutureIdle; in preempt and reclaim every node that passed); elsewhere every "
+                                "Ready node"),
     "duration": Function(("string",), "number",
                          "a Go duration (`1h2m3s`, `500ms`, `1.5h`) in seconds; -1 when the text is not one"),
     "metrics_setting": Function(("string", "string"), "string",

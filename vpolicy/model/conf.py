@@ -126,11 +126,7 @@ IMPLEMENTED_PLUGINS: tuple[str, ...] = (
 # Plugins whose rule module loads and runs but leaves part of Volcano's behaviour out: a conf naming
 # one loads with a `conf.partial-plugin` warning that says what is missing, so nobody mistakes the
 # decisions for Volcano's where that part would have acted.
-PARTIAL_PLUGINS: Mapping[str, str] = {
-    "extender": "onSessionCloseVerb is never sent, prioritize is asked about every Ready node (not only "
-                "those that passed the predicates), and request bodies carry a subset of Volcano's TaskInfo, "
-                "NodeInfo, JobInfo and QueueInfo fields",
-}
+PARTIAL_PLUGINS: Mapping[str, str] = {}  # none today: what differs on purpose is in docs/plugins.md
 
 # The key under which a plugin module's arguments also carry the conf's `metrics` section (read by the
 # `metrics_setting` built-in, as Volcano's plugins read ssn.GetMetricsConf()); never a Volcano argument.
