@@ -40,7 +40,12 @@ func main() {
 	batch := flag.Bool("batch", false, "read JSON-lines cases on stdin, write one document per line")
 	verbosity := flag.String("v", "0", "klog verbosity of Volcano's own logging (to stderr)")
 	cpuProfile := flag.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file")
+	flag.StringVar(&backfillFlavour, "backfill", "main",
+		"main: the backfill of Volcano's main branch (backfill_main.go); v1.10: v1.10.0's own")
 	flag.Parse()
+	if backfillFlavour != "main" && backfillFlavour != "v1.10" {
+		fail("oracle: --backfill must be main or v1.10")
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {

@@ -95,6 +95,9 @@ type document struct {
 	Stats     map[string]any      `json:"stats"`
 }
 
+// backfillFlavour picks the backfill action: "main" (backfill_main.go) or "v1.10" (Volcano's own).
+var backfillFlavour = "main"
+
 // runSession fills a fresh cache with the cluster, opens a session with the conf, runs its actions,
 // closes it, and returns what it decided.
 func runSession(c *cluster, confStr string) (*document, error) {
@@ -149,6 +152,13 @@ func runSession(c *cluster, confStr string) (*document, error) {
 		close(bindsDone)
 	}()
 
+	if backfillFlavour == "main" {
+		for i, a := range actions {
+			if a.Name() == "backfill" {
+				actions[i] = &mainBackfill{}
+			}
+		}
+	}
 	conf.EnabledActionMap = make(map[string]bool, len(actions))
 	for _, a := range actions {
 		conf.EnabledActionMap[a.Name()] = true

@@ -451,7 +451,8 @@ _STATIC_ATTRS = frozenset({"allocatable", "labels", "unschedulable", "max_pods",
                            # what numa-aware reads of a task (compile.numa: its QoS, policy, per-container CPUs)
                            "guaranteed", "topology_policy", "container_cpus", "container_gpus"})
 # `numa` (a node's free CPUs for pinning) changes only with placements on that node, as its usage does
-_NODE_ATTRS = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count", "numa"})
+_NODE_ATTRS = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count", "numa",
+                         "pods_without_cpu_request", "pods_without_memory_request"})
 
 
 def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]]) -> tuple[str, frozenset[str]]:

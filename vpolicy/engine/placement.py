@@ -76,7 +76,8 @@ def insufficient(request: Resources, available: Resources) -> list[str]:
 _TASK_KEY_ATTRS = ("resreq", "best_effort", "priority_class_name", "namespace", "role", "guaranteed",
                    "topology_policy", "container_cpus", "container_gpus")
 # Node usage attributes: a rule reading one changes as tasks are placed (compile.lower._NODE_ATTRS)
-_USAGE = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count", "numa"})
+_USAGE = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count", "numa",
+                    "pods_without_cpu_request", "pods_without_memory_request"})
 
 
 # What a rule reads of a task's relations to other pods (compile.lower.classify adds "relations" for a
@@ -266,6 +267,9 @@ class Placement:
         # optimize mode (engine.optimize.configure): search every feasible node, choose with `pack`
         self.sample = True
         self.pack: Callable[[TaskInfo, np.ndarray, np.ndarray, bool, np.ndarray | None], int] | None = None
+        # every feasible row the last `feasible_rows` found, before sampling: the rows it did not find
+        # are the nodes that failed the task (`actions.role_fit_memo`)
+        self.last_found: np.ndarray = self._all_rows
 
     # batches --------------------------------------------------------------------------------------
     def _batch(self, rows: np.ndarray) -> NodeBatch:
@@ -291,6 +295,12 @@ class Placement:
             if name == "pod_count":
                 pod_count: np.ndarray = a.pod_count[rows]
                 return pod_count
+            if name == "pods_without_cpu_request":
+                without: np.ndarray = a.without_request[rows, 0]
+                return without
+            if name == "pods_without_memory_request":
+                without = a.without_request[rows, 1]
+                return without
             if name == "numa":
                 sources: np.ndarray = self._numa_column()[rows]
                 return sources
@@ -432,10 +442,15 @@ class Placement:
             if view.found is None:
                 view.found = view.feasible.nonzero()[0]  # np.flatnonzero, without its Python wrapper
             found = view.found
+        self.last_found = found
         rows = self._sample(found, len(view.feasible)) if self.sample else found
         if not len(rows):
             self._fit_errors(task, errors)
         return rows
+
+    def explain(self, task: TaskInfo, errors: FitErrors) -> None:
+        """Why `task` fails on each node where it fails now, into `errors` (as when it fits nowhere)."""
+        self._fit_errors(task, errors)
 
     def _fit_errors(self, task: TaskInfo, errors: FitErrors) -> None:
         """Why the task fits no node, node by node: what `_feasible_scalar` finds, in the same words and

@@ -20,7 +20,7 @@ from vpolicy.engine.topology import open_topology
 from vpolicy.model import snapshot as snap
 from vpolicy.model.budgets import PodDisruptionBudget, ResourceQuota
 from vpolicy.model.numa import POD_POLICY_ANNOTATION as NUMA_POLICY_ANNOTATION
-from vpolicy.model.resources import ZERO, Resources, names, total
+from vpolicy.model.resources import CPU, MEMORY, ZERO, Resources, names, total
 from vpolicy.model.snapshot import ALLOCATED_STATUSES, READY_STATUSES, TaskStatus
 
 # What plugins count as a job's and a queue's "allocated": Volcano's event handlers add a task on
@@ -316,6 +316,9 @@ class NodeInfo:
         self.releasing: Resources = ZERO
         self.pipelined: Resources = ZERO
         self.tasks: list[TaskInfo] = []
+        # tasks on the node without a cpu / a memory request (kube-scheduler's NonZeroRequested defaults)
+        self.pods_without_cpu_request = 0
+        self.pods_without_memory_request = 0
         self.gpus: Any = None  # the node's GPU cards in the session (engine.devices.NodeGpus); None: no inventory
         self.numa: Any = None  # its free CPUs per NUMA node (engine.numa.NodeNuma); None: no Numatopology
         self.hypernode = ""  # its lowest HyperNode (engine.topology binds it)
@@ -403,6 +406,8 @@ class NodeArrays:
         self.used, self.releasing, self.pipelined, self.idle_now, self.future = (
             self._usage[:, k, :] for k in range(len(_USAGE)))
         self.pod_count = np.zeros(len(nodes))
+        # per node: its tasks without a cpu request, without a memory request (NodeInfo's two counts)
+        self.without_request = np.zeros((len(nodes), 2))
         self.version = np.zeros(len(nodes), dtype=np.int64)
         # every row change in order (a row appears once per change): per-task-class answers kept by
         # the placement catch up by reading the entries added since they last looked
@@ -582,6 +587,9 @@ class SessionState:
             node.tasks.append(task)
         else:
             node.tasks.remove(task)
+        no_cpu, no_memory = not task.resreq.get(CPU, 0), not task.resreq.get(MEMORY, 0)
+        node.pods_without_cpu_request += sign * no_cpu
+        node.pods_without_memory_request += sign * no_memory
         request = task.resreq if sign > 0 else -task.resreq
         pipelined = task.status is TaskStatus.PIPELINED
         releasing = task.status is TaskStatus.RELEASING
@@ -598,6 +606,8 @@ class SessionState:
         # dimensions no node has are left out, as in `vector`
         arrays.move(i, task.resreq, "pipelined" if pipelined else "releasing" if releasing else "used", sign)
         arrays.pod_count[i] = len(node.tasks)
+        if no_cpu or no_memory:
+            arrays.without_request[i] += (sign * no_cpu, sign * no_memory)
         arrays.version[i] += 1
         arrays.changed.append(i)
         self.pod_index.move(task, i, sign)
@@ -611,6 +621,7 @@ class SessionState:
         arrays.releasing[i] = arrays.vector(node.releasing)
         arrays.pipelined[i] = arrays.vector(node.pipelined)
         arrays.pod_count[i] = len(node.tasks)
+        arrays.without_request[i] = (node.pods_without_cpu_request, node.pods_without_memory_request)
         arrays.idle_now[i] = arrays.allocatable[i] - arrays.used[i]
         arrays.future[i] = arrays.idle_now[i] + arrays.releasing[i] - arrays.pipelined[i]
         arrays.version[i] += 1

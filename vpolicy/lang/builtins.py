@@ -156,6 +156,10 @@ NODE = {
     "annotations": Attribute("map[string,string]", "node annotations"),
     "unschedulable": Attribute("bool", "spec.unschedulable"),
     "pod_count": Attribute("int", "tasks placed on the node"),
+    "pods_without_cpu_request": Attribute("int", "tasks on the node (pipelined too) without a cpu request: "
+                                                 "kube-scheduler's NonZeroRequested counts each as 100m"),
+    "pods_without_memory_request": Attribute("int", "tasks on the node (pipelined too) without a memory request: "
+                                                    "kube-scheduler's NonZeroRequested counts each as 200Mi"),
     "max_pods": Attribute("int", "allocatable pods"),
     "capacity": Attribute("resources", "status.capacity (allocatable when the node lists none)"),
     "cpu_usage": Attribute("number", "CPU used, percent, averaged over the metrics period (a metrics source, or "

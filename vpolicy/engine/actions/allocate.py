@@ -13,6 +13,7 @@ import numpy as np
 
 from vpolicy.engine.actions import allocate_topology
 from vpolicy.engine.actions.context import ActionContext
+from vpolicy.engine.actions.role_fit_memo import RoleFitMemo
 from vpolicy.engine.heap import Queue
 from vpolicy.engine.placement import FitErrors
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
@@ -101,6 +102,7 @@ def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
     tracks = bool(job.topology_mode) and topo.enabled
     allocated_before = job.allocated_hypernode
     failed_roles = job.failed_roles  # session-wide, as Volcano's per-job fit-error cache
+    memo = RoleFitMemo(ctx, "allocate")  # per turn, as Volcano's PredicateHelper
     while not tasks.empty():
         task = tasks.pop()
         if not rt.allocatable(job.queue, task):
@@ -110,12 +112,13 @@ def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
             continue  # Volcano's TaskHasFitErrors: a task without a role never uses the cache
         errors = FitErrors()
         nominated = ctx.placement.nominated_node(task)
-        if nominated and within is not None and not within[ctx.placement.arrays.row[nominated[0].name]]:
+        if nominated and ((within is not None and not within[ctx.placement.arrays.row[nominated[0].name]])
+                          or memo.refused(task, ctx.placement.arrays.row[nominated[0].name])):
             nominated = []
         if nominated:
             node, fits_idle = ctx.placement.best_node(task, nominated)
         else:
-            rows = ctx.placement.feasible_rows(task, errors)
+            rows = memo.screen(task, ctx.placement.feasible_rows(task, errors), errors)
             if within is not None:
                 rows = rows[within[rows]]
             if not len(rows):
