@@ -52,6 +52,7 @@ from cluster_adapter.kube.evictor import Evictor
 from cluster_adapter.kube.informers import Informer
 from cluster_adapter.kube.leader import LeaderElector
 from cluster_adapter.kube.status import StatusWriter
+from cluster_adapter.kube.volumes import VolumeWriter
 from cluster_adapter.metrics import Metrics
 from cluster_adapter.node_metrics import NodeMetrics
 from cluster_adapter.timestamps import local_zone
@@ -160,6 +161,7 @@ class Scheduler:
         gate = self.elector.is_leader if self.elector else retry.always
         on_error = self.metrics.api_error
         self.binder = Binder(client, settings.apply, gate=gate, on_error=on_error)
+        self.volumes = VolumeWriter(client, settings.apply, gate=gate, on_error=on_error)
         self.evictor = Evictor(client, settings.apply, gate=gate, on_error=on_error)
         self.status = StatusWriter(client, settings.apply, gate=gate, on_error=on_error)
         self.events = EventRecorder(client, settings.apply, clock=time.monotonic, gate=gate, on_error=on_error)
@@ -342,7 +344,8 @@ class Scheduler:
             return
         workers = max(1, min(self.settings.apply.bind_workers, len(work)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind") as pool:
-            results = list(pool.map(lambda w: self._bind_one(w[2], w[1], decided.annotations.get(w[0])), work))
+            results = list(pool.map(lambda w: self._bind_one(w[2], w[1], decided.annotations.get(w[0]),
+                                                             decided.volume_bindings.get(w[0])), work))
         lost = False
         events: list[_Event] = []
         for (key, node, pod), result in zip(work, results):
@@ -368,11 +371,19 @@ class Scheduler:
         if lost:
             raise retry.NotLeader("lost the lease during binding")
 
-    def _bind_one(self, pod: dict[str, Any], node: str, annotations: dict[str, str] | None) -> BindResult | None:
+    def _bind_one(self, pod: dict[str, Any], node: str, annotations: dict[str, str] | None,
+                  volumes: dict[str, str] | None = None) -> BindResult | None:
         """The bind's result; None when the gate closed first. An API error that escapes the binder
         (which turns the ones it expects into results) becomes a failed result too: raised inside the
-        pool it would hide every other bind's outcome, and binds that went through would go unrecorded."""
+        pool it would hide every other bind's outcome, and binds that went through would go unrecorded.
+        The pod's delayed claims are bound first (`VolumeWriter`); if that fails, the pod is not bound."""
         try:
+            if volumes:
+                why = self.volumes.write(volumes, node, self.cache.get)
+                if why:
+                    meta = pod.get("metadata") or {}
+                    return BindResult(f"{meta.get('namespace', '')}/{meta.get('name', '')}", node, False, why,
+                                      retry_next_session=True)
             return self.binder.bind(pod, node, annotations)
         except retry.NotLeader:
             return None

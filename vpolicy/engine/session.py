@@ -136,6 +136,7 @@ def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: floa
         decisions.stats["optimize"] = ctx.optimize_runs
     decisions.rule_runs = dict(runtime.ran)
     decisions.numa_holds = state.numa.holds_after(decisions.binds, state.tasks.values())
+    decisions.volume_bindings = state.pod_index.volume_book.bindings(decisions.binds)
     return SessionResult(decisions, state, ctx)
 
 

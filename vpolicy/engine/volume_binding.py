@@ -101,6 +101,17 @@ class VolumeBook:
             self._placed.pop(task.uid, None)
         self._taken = None
 
+    def bindings(self, binds: dict[str, str]) -> dict[str, dict[str, str]]:
+        """What the binder must write before it binds each pod of `binds` (pod key -> node) that has
+        delayed claims: claim key -> the PV matched to it, or "" for a claim its class will provision
+        (Volcano's BindVolumes: the PV's claimRef, or the claim's selected-node annotation)."""
+        taken = self._taken_now()
+        out: dict[str, dict[str, str]] = {}
+        for task, node in self._placed.values():
+            if binds.get(task.key) == node.name:
+                out[task.key] = {c.key: taken.get(c.key, "") for c in task.relations.delayed_claims}
+        return out
+
     def binding_ok(self, task: "TaskInfo", node: "NodeInfo") -> bool:
         taken = self._taken_now()
         own = {k: v for k, v in taken.items() if k in _keys(task)}  # the task's own claims, if it was placed

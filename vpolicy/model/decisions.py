@@ -49,6 +49,9 @@ class Decisions:
     # numa-aware's CPUs and GPUs of the pods bound so far that their Numatopologies do not show yet: not
     # part of the document; a scheduler passes them on as the next snapshot's `numa_holds`
     numa_holds: tuple[NumaHold, ...] = ()
+    # the volumes each bound pod's unbound WaitForFirstConsumer claims get (pod key -> claim key -> PV name,
+    # "" when the class provisions it): not part of the document; the live binder writes them first
+    volume_bindings: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_document(self) -> dict[str, object]:
         return {

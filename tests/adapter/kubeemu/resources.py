@@ -59,6 +59,10 @@ RESOURCES: tuple[Kind, ...] = (
     Kind("batch.volcano.sh", "v1alpha1", "jobs", "Job", True, frozenset({"status"})),
     Kind("batch.volcano.sh", "v1alpha1", "cronjobs", "CronJob", True, frozenset({"status"})),
     Kind("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", False, frozenset({"status"})),
+    Kind("", "v1", "persistentvolumes", "PersistentVolume", False, frozenset({"status"})),
+    Kind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, frozenset({"status"})),
+    Kind("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
+    Kind("storage.k8s.io", "v1", "csinodes", "CSINode", False),
 )
 
 BY_KEY: dict[str, Kind] = {k.key: k for k in RESOURCES}
