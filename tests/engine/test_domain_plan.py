@@ -2,8 +2,12 @@
 every pending gang together places them all, within their tier, with Volcano's same rules."""
 from __future__ import annotations
 
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
 from benchmarks import topology as workload
-from vpolicy.engine import validate
+from vpolicy.engine import domain_plan, validate
 from vpolicy.engine.session import run_session
 from vpolicy.model import hypernodes as hn
 from vpolicy.model.resources import Resources
@@ -53,3 +57,27 @@ def test_planning_both_gangs_places_what_greedy_strands() -> None:
         binds: dict[str, str] = document["binds"]  # type: ignore[assignment]  # reason: the document's JSON shape
         placed[mode] = {k.split("/")[1].rsplit("-", 1)[0] for k in binds}
     assert placed == {"volcano": {"first-16"}, "optimize": {"first-16", "then-32"}}
+
+
+def _best_fit(free: list[int], pods: list[int]) -> list[int] | None:
+    """Best fit by its definition: each pod to the node with the fewest free GPUs that holds it, the
+    first of equals."""
+    left = list(free)
+    chosen = []
+    for pod in pods:
+        fitting = [i for i, f in enumerate(left) if f >= pod]
+        if not fitting:
+            return None
+        i = min(fitting, key=lambda j: left[j])
+        left[i] -= pod
+        chosen.append(i)
+    return chosen
+
+
+@given(free=st.lists(st.integers(min_value=0, max_value=16), max_size=12), pod=st.integers(min_value=1, max_value=8),
+       count=st.integers(min_value=1, max_value=20))
+def test_alike_pods_take_the_nodes_best_fit_gives_them(free: list[int], pod: int, count: int) -> None:
+    rows = np.arange(100, 100 + len(free))
+    chosen = domain_plan._fit_alike(rows, np.array(free, dtype=np.int64), pod, count)
+    expected = _best_fit(free, [pod] * count)
+    assert chosen == (None if expected is None else [100 + i for i in expected])

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from vpolicy.engine.state import JobInfo, SessionState, TaskInfo
 from vpolicy.engine.topology import SessionTopology
 from vpolicy.model.resources import Resources
@@ -30,6 +32,7 @@ GpuCount = Callable[[Resources], int]
 # and capacity used pull apart (many small gangs vs a few large ones); within 2% of the best use of
 # the capacity, the plan placing more gangs wins.
 GPU_TOLERANCE = 0.02
+_NEVER = np.iinfo(np.int64).max  # free GPUs of a node that cannot hold the pod, for best fit's argmin
 
 
 @dataclass(slots=True)
@@ -77,17 +80,15 @@ class Plan:
         if not involved:
             return True
         topo = state.topology
-        free: dict[str, int] = {}
+        free = np.zeros(len(state.nodes), dtype=np.int64)
         for _key, name in involved:
-            for node in topo.info(name).nodes:
-                if node.name not in free:
-                    free[node.name] = self.gpus(node.future_idle)
+            rows = topo.node_rows(name)
+            free[rows] = [self.gpus(node.future_idle) for node in topo.info(name).nodes]
         for key, name in involved:  # the plan's own order: largest gangs first
             chosen = _fit(topo, name, self.pods[key], free)
             if chosen is None:
                 return False
-            for node_name, pod in zip(chosen, self.pods[key]):
-                free[node_name] -= pod
+            np.subtract.at(free, chosen, self.pods[key])
         return True
 
 
@@ -125,26 +126,54 @@ def _plan_in_order(state: SessionState, gangs: list[_Gang], gpus: GpuCount) -> P
     """Each gang in turn into the domain of its lowest allowed tier where its pods fit node by node
     and the fewest GPUs are left over."""
     topo = state.topology
-    free = {name: gpus(node.future_idle) for name, node in state.nodes.items()}
+    free = np.array([gpus(node.future_idle) for node in state.nodes.values()], dtype=np.int64)  # by node row
     plan = Plan({}, {}, gpus)
+    members: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
     for gang in gangs:
         for group in gang.gradients:
-            best: tuple[int, str, list[str]] | None = None
-            for name in group:
-                nodes = _fit(topo, name, gang.pods, free)
-                if nodes is None:
+            best: tuple[int, str, list[int]] | None = None
+            alike = gang.pods[0] == gang.pods[-1] > 0
+            if alike:  # pods all alike: every domain of the group at once
+                best = _best_alike(topo, group, gang, free, members)
+            for name in group if not alike else ():
+                rows = _fit(topo, name, gang.pods, free)
+                if rows is None:
                     continue
-                left = sum(free[n] for n in topo.info(name).node_names) - gang.need
+                left = int(free[topo.node_rows(name)].sum()) - gang.need
                 if best is None or left < best[0]:
-                    best = (left, name, nodes)
+                    best = (left, name, rows)
             if best is not None:
-                _, name, nodes = best
-                for node, pod in zip(nodes, gang.pods):
-                    free[node] -= pod
+                _, name, rows = best
+                np.subtract.at(free, rows, gang.pods)
                 plan.domains[gang.job.key] = name
                 plan.pods[gang.job.key] = gang.pods
                 break
     return plan
+
+
+def _best_alike(topo: SessionTopology, group: list[str], gang: _Gang, free: np.ndarray,
+                members: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]]) -> tuple[int, str, list[int]] | None:
+    """`_plan_in_order`'s choice in one group for a gang of alike pods: a domain holds them node by node
+    exactly when its nodes hold that many pods between them (best fit places one pod per such slot),
+    and the one left with the fewest free GPUs wins, the first of equals. `members`: each group's
+    node rows and the index of each row's domain, kept across gangs."""
+    key = tuple(group)
+    found = members.get(key)
+    if found is None:
+        parts = [topo.node_rows(name) for name in group]
+        found = members[key] = (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64),
+                                np.repeat(np.arange(len(group)), [len(p) for p in parts]))
+    rows, owner = found
+    pod, count = gang.pods[0], len(gang.pods)
+    holds = np.bincount(owner, weights=free[rows] // pod, minlength=len(group))
+    fits = holds >= count
+    if not fits.any():
+        return None
+    left = np.bincount(owner, weights=free[rows], minlength=len(group)) - gang.need
+    i = int(np.where(fits, left, np.inf).argmin())
+    domain_rows = topo.node_rows(group[i])
+    chosen = _fit_alike(domain_rows, free[domain_rows], pod, count)
+    return None if chosen is None else (int(left[i]), group[i], chosen)
 
 
 def _pods_to_place(job: JobInfo, gpus: GpuCount) -> list[int]:
@@ -158,18 +187,39 @@ def _pods_to_place(job: JobInfo, gpus: GpuCount) -> list[int]:
     return sorted((gpus(t.resreq) for t in chosen), reverse=True)
 
 
-def _fit(topo: SessionTopology, domain: str, pods: list[int], free: dict[str, int]) -> list[str] | None:
-    """Nodes of `domain` for each pod (best fit: the node with the least free GPUs that holds it), or
-    None when the pods do not fit node by node."""
-    left = {n: free[n] for n in topo.info(domain).node_names if n in free}
-    if sum(left.values()) < sum(pods):
+def _fit(topo: SessionTopology, domain: str, pods: list[int], free: np.ndarray) -> list[int] | None:
+    """Node rows of `domain` for each pod (best fit: the node with the least free GPUs that holds it,
+    the first such in the domain's node order), or None when the pods do not fit node by node. `free`:
+    free GPUs by node row."""
+    rows = topo.node_rows(domain)
+    left = free[rows]
+    if int(left.sum()) < sum(pods):
         return None
+    if pods and pods[0] == pods[-1] and pods[0] > 0:  # pods all alike (largest first): one array step
+        return _fit_alike(rows, left, pods[0], len(pods))
     chosen = []
     for pod in pods:
-        fitting = [n for n, f in left.items() if f >= pod]
-        if not fitting:
+        fitting = left >= pod
+        if not fitting.any():
             return None
-        node = min(fitting, key=lambda n: left[n])
-        left[node] -= pod
-        chosen.append(node)
+        i = int(np.where(fitting, left, _NEVER).argmin())
+        left[i] -= pod
+        chosen.append(int(rows[i]))
     return chosen
+
+
+def _fit_alike(rows: np.ndarray, left: np.ndarray, pod: int, count: int) -> list[int] | None:
+    """`_fit` for `count` pods of `pod` GPUs each: best fit takes the fitting node with the least free
+    GPUs (the first of equals) and keeps taking it while it still holds a pod (it only gets emptier,
+    so it stays the least free), then the next: the nodes in order of free GPUs, then position, each
+    taking as many pods as it holds."""
+    holds = left // pod
+    order = np.lexsort((np.arange(len(left)), left))  # by free GPUs, then position
+    order = order[holds[order] > 0]
+    taken = np.cumsum(holds[order])
+    if not len(taken) or taken[-1] < count:
+        return None
+    last = int(np.searchsorted(taken, count))  # the node that takes the last pod
+    counts = holds[order[:last + 1]].copy()
+    counts[-1] -= int(taken[last]) - count
+    return [int(r) for r in np.repeat(rows[order[:last + 1]], counts)]

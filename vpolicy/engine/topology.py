@@ -106,6 +106,7 @@ class SessionTopology:
         self._n = len(root_nodes)
         self._masks: dict[str, np.ndarray] = {}
         self._rows: dict[str, np.ndarray] = {}
+        self._ordered: dict[str, np.ndarray] = {}
 
     @property
     def enabled(self) -> bool:
@@ -129,6 +130,13 @@ class SessionTopology:
         found = self._rows.get(name)
         if found is None:
             found = self._rows[name] = np.flatnonzero(self.mask(name))
+        return found
+
+    def node_rows(self, name: str) -> np.ndarray:
+        """The domain's node rows in the order of `HyperNodeInfo.nodes` (by node name; cached)."""
+        found = self._ordered.get(name)
+        if found is None:
+            found = self._ordered[name] = np.array([self._row[n.name] for n in self.info(name).nodes], dtype=np.int64)
         return found
 
     def leaf_of(self, node_name: str) -> str:
