@@ -34,7 +34,7 @@ TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
 PRIORITY_CLASSES = (("low", 10), ("normal", 100), ("high", 1000))
 
-FAMILIES = ("allocate", "enqueue", "preempt", "reclaim", "capacity", "backfill", "confs")
+FAMILIES = ("allocate", "enqueue", "preempt", "reclaim", "capacity", "backfill", "confs", "tdm", "task-topology")
 
 
 @dataclass
@@ -479,9 +479,117 @@ def _confs(rng: random.Random) -> tuple[Builder, str]:
     return b, conf_text(actions, tiers)
 
 
+# tdm: the windows are chosen so that both engines agree whatever their clocks read (Volcano reads the
+# oracle's wall clock, vpolicy's conformance run the epoch): rz1 is open all day, rz2 closed but for the
+# minute 23:58 (a case run in that minute of the oracle's local time may differ), rz3 is not configured.
+TDM_WINDOWS = {"tdm.revocable-zone.rz1": "0:00-0:00", "tdm.revocable-zone.rz2": "23:58-23:59"}
+REVOCABLE = "volcano.sh/revocable-zone"
+PREEMPTABLE = "volcano.sh/preemptable"
+
+
+def _tdm(rng: random.Random) -> tuple[Builder, str]:
+    """Revocable nodes by zone, running preemptable and other pods on them and on ordinary nodes (some
+    jobs with disruption budgets), pending jobs preemptable or not, some pods allowed on revocable nodes."""
+    b = Builder(rng)
+    for cpu, mem in distinct_sizes(rng, rng.randint(2, 5)):
+        zone = rng.choice(("", "", "rz1", "rz2", "rz3"))
+        b.node(cpu, mem, pods=rng.randint(4, 10), labels={REVOCABLE: zone} if zone else None)
+    queue = b.queue("q0")
+    for _ in range(rng.randint(1, 2)):
+        pg = b.podgroup(queue, 1, phase="Running", priority_class="low")
+        budget = rng.random()
+        if budget < 0.3:
+            b.podgroups[-1]["metadata"]["annotations"] = {"volcano.sh/jdb-min-available": rng.choice(("1", "2", "50%"))}
+        elif budget < 0.6:
+            b.podgroups[-1]["metadata"]["annotations"] = {
+                "volcano.sh/jdb-max-unavailable": rng.choice(("1", "2", "50%", "99%"))}
+        for node in b.nodes:
+            name = node["metadata"]["name"]
+            for _ in range(rng.randint(0, 2)):
+                cpu, mem = rng.randint(1, 4) * 250, rng.randint(1, 4) * 256
+                if b.fits(name, cpu, mem):
+                    b.pod(pg, cpu, mem, node=name, phase="Running", priority=10,
+                          labels={PREEMPTABLE: "true" if rng.random() < 0.7 else "false"})
+    for _ in range(rng.randint(1, 3)):
+        count = rng.randint(1, 3)
+        pg = b.podgroup(queue, rng.randint(1, count), phase="Inqueue",
+                        priority_class=rng.choice(("high", "normal", "low")))
+        if rng.random() < 0.4:
+            b.podgroups[-1]["metadata"]["annotations"] = {PREEMPTABLE: "true"}
+        revocable = rng.random() < 0.5
+        for _ in range(count):
+            pod = b.pod(pg, rng.randint(1, 8) * 250, rng.randint(1, 8) * 256, priority=rng.choice((1000, 100, 10)))
+            if revocable:
+                pod["metadata"]["annotations"][REVOCABLE] = "*"
+            elif rng.random() < 0.3:
+                pod["metadata"]["annotations"][PREEMPTABLE] = rng.choice(("true", "false"))
+    tiers: list[list[str | tuple[str, dict[str, Any]]]] = [
+        ["priority", "gang", "conformance"],
+        ["predicates", "proportion", "nodeorder", ("tdm", {"arguments": dict(TDM_WINDOWS)})]]
+    if rng.random() < 0.4:  # tdm first: its job order and victims decide before priority's
+        tiers = [["gang", ("tdm", {"arguments": dict(TDM_WINDOWS)}), "priority"],
+                 ["predicates", "proportion", "nodeorder"]]
+    # no shuffle: Volcano v1.10.0 panics evicting a pod of a revocable node (Session.Evict ->
+    # NodeInfo.RemoveTask: "resource is not sufficient", node_info.go:472); tdm's shuffle victims are
+    # scenario files (policies/tests/tdm/shuffle-*)
+    actions = rng.choice(("enqueue, allocate, backfill", "enqueue, allocate, preempt",
+                          "enqueue, allocate, preempt, backfill"))
+    return b, conf_text(actions, tiers)
+
+
+TOPOLOGY_ROLES = ("ps", "worker", "chief", "evaluator")
+
+
+def _task_topology(rng: random.Random) -> tuple[Builder, str]:
+    """Jobs of roles with task-topology affinity, anti-affinity and task-order annotations (some naming a
+    role the job lacks, which turns the job's topology off), some tasks already running."""
+    b = Builder(rng)
+    for cpu, mem in distinct_sizes(rng, rng.randint(2, 5), cpu_range=(4, 12), mem_range=(8, 24)):
+        b.node(cpu, mem, pods=rng.randint(4, 12))
+    queue = b.queue("q0")
+    for _ in range(rng.randint(1, 3)):
+        roles = rng.sample(TOPOLOGY_ROLES, rng.randint(1, 3))
+        counts = {r: rng.randint(1, 3) for r in roles}
+        total = sum(counts.values())
+        pg = b.podgroup(queue, rng.randint(1, total), phase=rng.choice(("Inqueue", "Inqueue", "Running")),
+                        priority_class=rng.choice(("", "normal", "high")))
+        notes: dict[str, str] = {}
+        named = roles + (["launcher"] if rng.random() < 0.1 else [])  # an unknown role: no topology
+
+        def groups() -> str:
+            picked = rng.sample(named, rng.randint(1, len(named)))
+            if len(picked) > 1 and rng.random() < 0.5:
+                return ",".join(picked) + ";" + rng.choice(named)
+            return ",".join(picked)
+        if rng.random() < 0.7:
+            notes["volcano.sh/task-topology-affinity"] = groups()
+        if rng.random() < 0.5:
+            notes["volcano.sh/task-topology-anti-affinity"] = groups()
+        if rng.random() < 0.4:
+            notes["volcano.sh/task-topology-task-order"] = ",".join(rng.sample(named, len(named)))
+        if notes:
+            b.podgroups[-1]["metadata"]["annotations"] = notes
+        for role in roles:
+            for _ in range(counts[role]):
+                cpu, mem = rng.randint(1, 6) * 250, rng.randint(1, 6) * 512
+                node = ""
+                if rng.random() < 0.2:
+                    fitting = [n["metadata"]["name"] for n in b.nodes if b.fits(n["metadata"]["name"], cpu, mem)]
+                    node = rng.choice(fitting) if fitting else ""
+                b.pod(pg, cpu, mem, role=role, node=node, phase="Running" if node else "Pending",
+                      priority=rng.choice((10, 100)))
+    weight = rng.choice((None, 1, 5))
+    topology: str | tuple[str, dict[str, Any]] = "task-topology"
+    if weight is not None:
+        topology = ("task-topology", {"arguments": {"task-topology.weight": weight}})
+    tiers: list[list[str | tuple[str, dict[str, Any]]]] = [
+        ["priority", "gang", "conformance"], ["predicates", "proportion", "nodeorder", topology]]
+    return b, conf_text(rng.choice(("enqueue, allocate, backfill", "enqueue, allocate")), tiers)
+
+
 _FAMILY_BUILDERS: dict[str, Callable[[random.Random], tuple[Builder, str]]] = {
     "allocate": _allocate, "enqueue": _enqueue, "preempt": _preempt, "reclaim": _reclaim,
-    "capacity": _capacity, "backfill": _backfill, "confs": _confs,
+    "capacity": _capacity, "backfill": _backfill, "confs": _confs, "tdm": _tdm, "task-topology": _task_topology,
 }
 
 
