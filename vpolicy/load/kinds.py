@@ -28,7 +28,7 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.scalarstring import LiteralScalarString
 
 from vpolicy.load import affinity as pod_affinity, topology
-from vpolicy.load.fields import View, memoized
+from vpolicy.load.fields import View, memoized, rfc3339_seconds
 from vpolicy.load.yaml_spans import YamlFile
 from vpolicy.model import numa as numa_model
 from vpolicy.model import quantity, resources, snapshot
@@ -86,6 +86,7 @@ class PodSpec:
     guaranteed: bool = False  # QoS class computed from the containers (kubelet's ComputePodQOS)
     container_cpus: tuple[tuple[str, int], ...] = ()  # whole CPUs each container requests (0: none/fraction)
     container_gpus: tuple[int, ...] = ()  # nvidia.com/gpu each container requests, in the same order
+    limits: Resources = resources.ZERO  # cpu and memory limits: containers summed, then an init container's max
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +134,45 @@ def read_node(obj: View) -> snapshot.Node | None:
         capacity=Resources(capacity or {}), labels=meta.labels, annotations=meta.annotations,
         taints=tuple(t for t in taints if t is not None),
         unschedulable=spec.flag("unschedulable", default=False) if spec else False,
-        ready=ready, images=pod_affinity.read_node_images(status), origin=meta.origin)
+        ready=ready, images=pod_affinity.read_node_images(status), origin=meta.origin,
+        usage=_read_node_usage(obj, meta))
+
+
+# A dump's node usage (usage and rescheduling read it), from its annotations (docs/plugins.md).
+USAGE_CPU, USAGE_MEMORY, USAGE_TIME = (snapshot.USAGE_CPU_ANNOTATION, snapshot.USAGE_MEMORY_ANNOTATION,
+                                       snapshot.USAGE_TIME_ANNOTATION)
+
+
+def _read_node_usage(obj: View, meta: Meta) -> snapshot.NodeUsage | None:
+    """CPU and memory percent and the RFC 3339 time they were measured, from the node's annotations;
+    None when it has none of them. A value that does not read is warned about and left out."""
+    notes = meta.annotations
+    if not any(key in notes for key in (USAGE_CPU, USAGE_MEMORY, USAGE_TIME)):
+        return None
+
+    def percent(key: str) -> float:
+        text = notes.get(key)
+        if text is None:
+            return 0.0
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if value != value or value in (float("inf"), float("-inf")):
+            obj.problems.warn(meta.origin, f"node {meta.name}: annotation {key} is not a number ({text!r}); "
+                                           "read as 0")
+            return 0.0
+        return value
+
+    at = 0.0
+    if USAGE_TIME in notes:
+        seconds = rfc3339_seconds(notes[USAGE_TIME])
+        if seconds is None:
+            obj.problems.warn(meta.origin, f"node {meta.name}: annotation {USAGE_TIME} is not an RFC 3339 time "
+                                           f"({notes[USAGE_TIME]!r}); the usage counts as stale")
+        else:
+            at = seconds
+    return snapshot.NodeUsage(cpu=percent(USAGE_CPU), memory=percent(USAGE_MEMORY), at=at)
 
 
 @memoized
@@ -158,6 +197,7 @@ def read_pod(obj: View, *, class_values: Mapping[str, int]) -> snapshot.Pod | No
         labels=meta.labels, annotations=meta.annotations, node_selector=spec.node_selector,
         required_affinity=spec.required_affinity, preferred_affinity=spec.preferred_affinity,
         tolerations=spec.tolerations, creation=meta.creation, preemption_policy=spec.preemption_policy,
+        limits=spec.limits, started_at=(status.timestamp("startTime") or 0.0) if status else 0.0,
         nominated_node=status.text("nominatedNodeName") if status else "",
         scheduling_gated=spec.scheduling_gated, vgpu_limits=spec.vgpu_limits, relations=spec.relations,
         scheduled_at=_scheduled_at(status), guaranteed=guaranteed, container_cpus=pinned_cpus(guaranteed, spec),
@@ -236,9 +276,11 @@ def read_pod_spec(spec: View | None) -> PodSpec:
     asked: list[tuple[dict[str, int], dict[str, int]]] = []  # each container's requests and limits (QoS)
     cpus: list[tuple[str, int]] = []
     gpus: list[int] = []
+    limit_total: dict[str, int] = {}
     for container in containers:
         request, limits = _container_request(container)
         asked.append((request, _limit_amounts(limits)))
+        _add(limit_total, asked[-1][1])
         cpus.append((container.text("name"), _whole_cpus(request)))
         gpus.append(request.get(numa_model.GPU, 0) // 1000)
         _add(total, request)
@@ -253,6 +295,7 @@ def read_pod_spec(spec: View | None) -> PodSpec:
     for init in inits:
         request, init_limits = _container_request(init)
         asked.append((request, _limit_amounts(init_limits)))
+        _max(limit_total, asked[-1][1])
         if init.text("restartPolicy") == "Always":  # a sidecar runs beside the containers
             _add(total, request)
             _add(sidecars, request)
@@ -270,7 +313,8 @@ def read_pod_spec(spec: View | None) -> PodSpec:
         preemption_policy=spec.choice("preemptionPolicy", _PREEMPTION_POLICIES, default="PreemptLowerPriority"),
         scheduling_gated=spec.sequence_length("schedulingGates") > 0, vgpu_limits=tuple(vgpu),
         relations=pod_affinity.read_relations(spec, containers, inits),
-        guaranteed=_qos_guaranteed(asked), container_cpus=tuple(cpus), container_gpus=tuple(gpus))
+        guaranteed=_qos_guaranteed(asked), container_cpus=tuple(cpus), container_gpus=tuple(gpus),
+        limits=Resources(limit_total))
 
 
 def _limit_amounts(limits: View | None) -> dict[str, int]:
