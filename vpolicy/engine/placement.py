@@ -114,9 +114,9 @@ def class_key(task: TaskInfo, reads: frozenset[str]) -> tuple[Any, ...]:
                                                       static if "images" in reads else static[1:])
 
 
-# TaskRelations.static_key of a task relating to nothing (pod_relations.NO_STATIC_KEY): images, volumes,
-# missing, unbound immediate, attachable, foreign ephemeral claims, delayed claims
-_NO_STATIC_RELATIONS: tuple[Any, ...] = ((), (), 0, 0, (), 0, ())
+# TaskRelations.static_key of a task relating to nothing (pod_relations.NO_STATIC_KEY): images, bound
+# volumes, missing, unbound immediate, foreign ephemeral claims
+_NO_STATIC_RELATIONS: tuple[Any, ...] = ((), (), 0, 0, 0)
 
 
 def relation_free(task: TaskInfo) -> bool:

@@ -30,6 +30,7 @@ The index does not decide anything: rules in policies/volcano/predicates.vpol an
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
@@ -155,10 +156,18 @@ class PodIndex:
                           for t in tasks)
         if not self.active:
             return
-        # a query no pod matches: tasks whose answers follow other tasks' volumes read it (`volume_query`)
-        self.volume_query = self._query(QueryKey(((None, frozenset()),), ""))
+        # queries no pod matches, read by the tasks whose answers follow other tasks' volumes (so that they
+        # are never relation-free): attach limits change only with their node (its version tells), delayed
+        # binding also when a placement elsewhere takes a PV that is not a local one (`VolumeBook.moved`)
+        self.attach_query = self._query(QueryKey(((None, frozenset()),), "", skip_terminating=False))
+        self.delayed_query = self._query(QueryKey(((None, frozenset()),), "", skip_terminating=True))
         for task in tasks:
             self._register_owner(task)
+        # claims, and volumes by driver and handle, that more than one pod uses (`_volume_signature`)
+        uses: Counter[str] = Counter()
+        for t in tasks:
+            uses.update(self._volume_names(t))
+        self._shared = {name for name, n in uses.items() if n > 1}
         for task in tasks:
             task.relations = self._relations_of(task)
         for node in self.nodes:
@@ -252,18 +261,45 @@ class PodIndex:
         own = [t.query for t in (*out.pod_affinity, *out.pod_anti_affinity, *out.preferred_pod_affinity,
                                  *out.preferred_pod_anti_affinity, *out.spread_constraints)]
         # attach limits and delayed binding follow other tasks' placements: such a task is never relation-free
-        related = [self.volume_query] if out.attachable or out.delayed_claims else []
+        related = [q for q, used in ((self.attach_query, out.attachable), (self.delayed_query, out.delayed_claims))
+                   if used]
         out.queries = tuple(dict.fromkeys([*own, *out.anti_owners, *(q for q, _w in out.preferred_owners),
                                            *related]))
-        out.static_key = (out.images, tuple(v.name for v in out.volumes), out.missing_claims,
-                          out.unbound_immediate_claims, out.attachable, out.foreign_claims,
-                          tuple(c.key for c in out.delayed_claims))
+        # what VolumeZone and VolumeBinding read of the bound PVs (not their names: pods of a StatefulSet, each
+        # with its own PV alike, share their answers and their task class)
+        out.static_key = (out.images, tuple((tuple(sorted((k, v) for k, v in pv.labels.items()
+                                                          if k in volumes.ZONE_LABELS)), pv.node_affinity)
+                                            for pv in out.volumes),
+                          out.missing_claims, out.unbound_immediate_claims, out.foreign_claims)
         if not out.queries and not out.host_ports and out.static_key == NO_STATIC_KEY:
             return NO_TASK_RELATIONS
         matched = tuple(q for q in own if self._matches(task, self.keys[q].scopes))
         out.key = (out.queries, matched, out.host_ports, out.static_key,
-                   tuple(id(t.eligible) for t in out.spread_constraints))
+                   tuple(id(t.eligible) for t in out.spread_constraints), self._volume_signature(out))
         return out
+
+    def _volume_signature(self, out: TaskRelations) -> tuple[Any, ...]:
+        """What the attach limits and delayed binding answers depend on: a volume or claim no other pod
+        uses (and no PV is pre-bound to) only by its driver or its spec, so pods alike but for their own
+        volumes share their answers; a shared one by itself."""
+        attach = tuple(v if f"{v.driver}/{v.handle}" in self._shared else (v.driver, v.plugin) for v in out.attachable)
+        delayed = tuple(c.key if c.key in self._shared or c.key in self.volume_book.prebound else
+                        (c.storage_class, c.request, c.access_modes, c.selector, c.volume_mode, c.selected_node)
+                        for c in out.delayed_claims)
+        return attach, delayed
+
+    def _volume_names(self, task: "TaskInfo") -> set[str]:
+        """The task's claim keys and its volumes' `driver/handle` names, each once."""
+        names = set()
+        for name in task.pod.relations.claims:
+            key = f"{task.namespace}/{name.replace('{pod}', task.name)}"
+            names.add(key)
+            claim = self._claims.get(key)
+            pv = self._volumes.get(claim.volume_name) if claim is not None and claim.volume_name else None
+            if self._limits and (found := self.volume_book.attachable(claim, pv, key)) is not None:
+                names.add(f"{found.driver}/{found.handle}")
+        names.update(f"{v.driver}/{v.handle}" for v in task.pod.relations.inline_volumes)
+        return names
 
     def _resolve_claims(self, task: "TaskInfo", out: TaskRelations) -> None:
         """The pod's claims as VolumeBinding's PreFilter sorts them: bound (their PVs), missing (no such
@@ -413,9 +449,10 @@ class PodIndex:
         """A task was added to (sign 1) or removed from (-1) the node at `row`."""
         if not self.active:
             return
-        if task.relations.delayed_claims:
-            self.volume_book.moved(task, self.nodes[row], sign)
-            self.versions[self.volume_query] += 1
+        if task.relations.delayed_claims and self.volume_book.moved(task, self.nodes[row], sign):
+            self.versions[self.delayed_query] += 1
+        if task.relations.attachable:
+            self.volume_book.touched(self.nodes[row].name)
         terminating = task.status is TaskStatus.RELEASING
         for q in self._membership(task):
             if terminating and self.keys[q].skip_terminating:
@@ -550,7 +587,7 @@ class PodIndex:
         return out
 
 
-NO_STATIC_KEY: tuple[Any, ...] = ((), (), 0, 0, (), 0, ())  # TaskRelations.static_key relating to nothing
+NO_STATIC_KEY: tuple[Any, ...] = ((), (), 0, 0, 0)  # TaskRelations.static_key relating to nothing
 
 
 def _pv_fits_node(terms: Any, node: "NodeInfo") -> bool:

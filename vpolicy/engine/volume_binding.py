@@ -31,8 +31,8 @@ from vpolicy.model import affinity, volumes
 if TYPE_CHECKING:
     from vpolicy.engine.state import NodeInfo, TaskInfo
 
-UNBOUND_PREFIX = "~unbound"
-ATTACH_LIMIT_PREFIX = "attachable-volumes-csi-"  # kube prefixes an unbound claim's handle with a random string
+UNBOUND_PREFIX = "~unbound"  # kube prefixes an unbound claim's handle with a random string
+ATTACH_LIMIT_PREFIX = "attachable-volumes-csi-"
 
 
 class VolumeBook:
@@ -46,6 +46,21 @@ class VolumeBook:
         self._node_matches = node_matches  # (PV node affinity terms, node) -> bool
         self._placed: dict[str, tuple["TaskInfo", "NodeInfo"]] = {}  # uid -> task with delayed claims, node
         self._taken: dict[str, str] | None = None  # claim key -> PV name, for the tasks in `_placed`
+        # PVs per class, smallest first (ties in listing order, as kube's scan keeps the first smallest):
+        # those whose node affinity names one hostname label value apart (a local PV: found per node)
+        self._pinned: dict[tuple[str, str], list[tuple[int, volumes.PersistentVolume]]] = {}
+        self._general: dict[str, list[tuple[int, volumes.PersistentVolume]]] = {}
+        self._claimed = {pv.claim_ref: pv for pv in self.pvs if pv.claim_ref}  # pre-bound: claim key -> PV
+        self.prebound = frozenset(self._claimed)
+        for index, pv in sorted(enumerate(self.pvs), key=lambda e: (e[1].capacity, e[0])):
+            hosts = _hostnames(pv)
+            if hosts is None:
+                self._general.setdefault(pv.storage_class, []).append((index, pv))
+            for host in hosts or ():
+                self._pinned.setdefault((pv.storage_class, host), []).append((index, pv))
+        self._fits: dict[tuple[str, str], bool] = {}  # (PV, node) -> its node affinity admits the node
+        self._used: dict[str, tuple[dict[str, str], Counter[str]]] = {}  # node -> its pods' unique volumes
+        self._limits: dict[str, tuple[dict[str, int], volumes.CSINode | None]] = {}  # node -> limits, CSINode
 
     # attach limits ---------------------------------------------------------------------------------
     def limits_anywhere(self, nodes: Iterable["NodeInfo"]) -> bool:
@@ -70,36 +85,60 @@ class VolumeBook:
         return volumes.AttachedVolume(cls.provisioner, handle)
 
     def limits_ok(self, task: "TaskInfo", node: "NodeInfo") -> bool:
-        csi = self.csi_nodes.get(node.name)
-        limits = _node_limits(node)
-        if csi is not None:
-            limits.update(csi.limits)
+        limits, csi = self._limits_of(node)
         if not limits:
             return True
-        new = _unique(task.relations.attachable, csi)
-        if not new:
-            return True
-        used: dict[str, str] = {}
-        for other in node.tasks:
-            if other is not task:
-                used.update(_unique(other.relations.attachable, csi))
-        for name in used:
-            new.pop(name, None)
-        counts = Counter(used.values())
-        for driver, count in Counter(new.values()).items():
+        used, counts = self._used_on(node, csi, task)
+        need: dict[str, int] = {}
+        for name, driver in _unique(task.relations.attachable, csi).items():
+            if name not in used:
+                need[driver] = need.get(driver, 0) + 1
+        for driver, count in need.items():
             limit = limits.get(driver)
             if limit is not None and counts[driver] + count > limit:
                 return False
         return True
 
+    def _limits_of(self, node: "NodeInfo") -> tuple[dict[str, int], volumes.CSINode | None]:
+        """The node's attach limit per driver (its allocatable's, overridden by its CSINode's), once."""
+        found = self._limits.get(node.name)
+        if found is None:
+            csi = self.csi_nodes.get(node.name)
+            limits = _node_limits(node)
+            if csi is not None:
+                limits.update(csi.limits)
+            found = self._limits[node.name] = (limits, csi)
+        return found
+
+    def touched(self, node_name: str) -> None:
+        """A task with attachable volumes was placed on or taken off the node."""
+        self._used.pop(node_name, None)
+
+    def _used_on(self, node: "NodeInfo", csi: volumes.CSINode | None,
+                 task: "TaskInfo") -> tuple[dict[str, str], Counter[str]]:
+        """The unique volumes of the node's pods (but `task`) and their count per driver, kept per node
+        until a placement there changes them (`touched`)."""
+        if any(other is task for other in node.tasks):
+            used = {k: v for other in node.tasks if other is not task
+                    for k, v in _unique(other.relations.attachable, csi).items()}
+            return used, Counter(used.values())
+        found = self._used.get(node.name)
+        if found is None:
+            used = {k: v for other in node.tasks for k, v in _unique(other.relations.attachable, csi).items()}
+            found = self._used[node.name] = (used, Counter(used.values()))
+        return found
+
     # delayed binding -------------------------------------------------------------------------------
-    def moved(self, task: "TaskInfo", node: "NodeInfo", sign: int) -> None:
-        """A task with delayed claims was placed on (1) or taken off (-1) `node`."""
+    def moved(self, task: "TaskInfo", node: "NodeInfo", sign: int) -> bool:
+        """A task with delayed claims was placed on (1) or taken off (-1) `node`. Whether answers on other
+        nodes may change: only when a claim's class has PVs that are not local to one node (a local PV
+        taken or given back changes only its node's answers, and that node's version moves anyway)."""
         if sign > 0:
             self._placed[task.uid] = (task, node)
         else:
             self._placed.pop(task.uid, None)
         self._taken = None
+        return any(self._general.get(c.storage_class or "") for c in task.relations.delayed_claims)
 
     def bindings(self, binds: dict[str, str]) -> dict[str, dict[str, str]]:
         """What the binder must write before it binds each pod of `binds` (pod key -> node) that has
@@ -114,8 +153,8 @@ class VolumeBook:
 
     def binding_ok(self, task: "TaskInfo", node: "NodeInfo") -> bool:
         taken = self._taken_now()
-        own = {k: v for k, v in taken.items() if k in _keys(task)}  # the task's own claims, if it was placed
-        used = set(taken.values()) - set(own.values())
+        own = {taken[k] for k in _keys(task) if k in taken}  # the task's own claims' PVs, if it was placed
+        used = set(taken.values()) - own
         return self._find(task.relations.delayed_claims, node, used) is not None
 
     def _taken_now(self) -> dict[str, str]:
@@ -151,21 +190,30 @@ class VolumeBook:
                   used: set[str]) -> volumes.PersistentVolume | None:
         """kube's FindMatchingVolume with a node: a PV pre-bound to the claim, else the smallest fit."""
         wanted = claim.storage_class or ""
-        best: volumes.PersistentVolume | None = None
-        for pv in self.pvs:
-            if pv.storage_class != wanted or pv.name in used:
-                continue
-            fits_node = not pv.node_affinity or self._node_matches(pv.node_affinity, node)
-            if pv.claim_ref == claim.key:
-                return pv if fits_node else None
-            if (not pv.available or pv.claim_ref or not fits_node
-                    or (claim.selector is not None and not affinity.selector_matches(claim.selector, pv.labels))
-                    or not set(claim.access_modes) <= set(pv.access_modes)
-                    or pv.capacity < claim.request or pv.volume_mode != claim.volume_mode):
-                continue
-            if best is None or pv.capacity < best.capacity:
-                best = pv
-        return best
+        reserved = self._claimed.get(claim.key)
+        if reserved is not None and reserved.storage_class == wanted and reserved.name not in used:
+            return reserved if self._fits_node(reserved, node) else None
+        host = node.labels.get(affinity.HOSTNAME_KEY, "")
+        found = [first for candidates in (self._pinned.get((wanted, host), ()), self._general.get(wanted, ()))
+                 if (first := next(((i, pv) for i, pv in candidates if self._matches(claim, pv, node, used)), None))]
+        return min(found, key=lambda e: (e[1].capacity, e[0]))[1] if found else None
+
+    def _matches(self, claim: volumes.PersistentVolumeClaim, pv: volumes.PersistentVolume, node: "NodeInfo",
+                 used: set[str]) -> bool:
+        """FindMatchingVolume's checks for a free PV, cheapest first, its node affinity last."""
+        return (pv.available and not pv.claim_ref and pv.name not in used and pv.capacity >= claim.request
+                and pv.volume_mode == claim.volume_mode and set(claim.access_modes) <= set(pv.access_modes)
+                and (claim.selector is None or affinity.selector_matches(claim.selector, pv.labels))
+                and self._fits_node(pv, node))
+
+    def _fits_node(self, pv: volumes.PersistentVolume, node: "NodeInfo") -> bool:
+        if not pv.node_affinity:
+            return True
+        key = (pv.name, node.name)
+        found = self._fits.get(key)
+        if found is None:
+            found = self._fits[key] = self._node_matches(pv.node_affinity, node)
+        return found
 
     def _provisions(self, claim: volumes.PersistentVolumeClaim, node: "NodeInfo") -> bool:
         """kube's checkVolumeProvisions: the class provisions, and its allowedTopologies admit the node."""
@@ -192,6 +240,20 @@ def _unique(attached: Iterable[volumes.AttachedVolume], csi: volumes.CSINode | N
             continue
         out[f"{v.driver}/{v.handle}"] = v.driver
     return out
+
+
+def _hostnames(pv: volumes.PersistentVolume) -> tuple[str, ...] | None:
+    """The hostname label values a local PV's node affinity allows (one term, `kubernetes.io/hostname In
+    [...]`), or None for any other PV."""
+    if len(pv.node_affinity) != 1:
+        return None
+    (term,) = pv.node_affinity
+    if len(term.requirements) != 1:
+        return None
+    (req,) = term.requirements
+    if req.key != affinity.HOSTNAME_KEY or req.operator != "In" or getattr(req, "field", False):
+        return None
+    return tuple(req.values)
 
 
 def _keys(task: "TaskInfo") -> set[str]:
