@@ -92,11 +92,11 @@ def test_the_shipped_topology_node_score_is_asked_per_domain() -> None:
 
 def _try_every_domain(ctx: Any, job: Any, pending: list[Any], names: list[str]) -> Any:
     """allocate's domain search by its definition: every domain dry-run in breadth-first order, the
-    best-scored that holds the gang kept, ties to the first."""
+    best-scored that holds the gang kept, ties to the first name."""
     best = None
     for name in names:
         trial = allocate_topology._trial(ctx, job, pending, name)
-        if trial is not None and (best is None or trial.score > best.score):
+        if trial is not None and (best is None or (trial.score, best.domain) > (best.score, name)):
             best = trial
     return best
 

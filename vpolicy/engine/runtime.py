@@ -444,12 +444,12 @@ class Runtime:
     def overused(self, queue: QueueInfo) -> bool:
         return any(self._call(rule, queue) for rule in self.rules("overused"))
 
-    def _vote(self, callback: str, job: JobInfo) -> bool:
+    def _vote(self, callback: str, *args: Any) -> bool:
         for tier in self._by_callback[callback]:
             permitted = False
             for _plugin, rules in tier:
                 for rule in rules:
-                    v = self._call(rule, job)
+                    v = self._call(rule, *args)
                     if v < 0:
                         return False
                     if v > 0:
@@ -460,6 +460,10 @@ class Runtime:
 
     def job_pipelined(self, job: JobInfo) -> bool:
         return self._vote("job_pipelined", job)
+
+    def sub_job_pipelined(self, job: JobInfo, group: Any) -> bool:
+        """A sub-group's gang placed or pipelined (`sub_job_pipelined` votes; none: it is)."""
+        return self._vote("sub_job_pipelined", job, group)
 
     def job_enqueueable(self, job: JobInfo) -> bool:
         return self._vote("job_enqueueable", job)

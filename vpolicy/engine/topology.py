@@ -21,7 +21,7 @@ import numpy as np
 
 from vpolicy.model import hypernodes as hn
 from vpolicy.model.resources import ZERO, Resources, total
-from vpolicy.model.snapshot import ALLOCATED_STATUSES, READY_STATUSES
+from vpolicy.model.snapshot import ALLOCATED_STATUSES, READY_STATUSES, TaskStatus
 
 if TYPE_CHECKING:
     from vpolicy.engine.state import JobInfo, NodeInfo, SessionState, TaskInfo
@@ -202,6 +202,10 @@ class SubGroupInfo:
     @property
     def ready_count(self) -> int:
         return sum(1 for t in self.tasks if t.status in READY_STATUSES)
+
+    @property
+    def pipelined_count(self) -> int:
+        return sum(1 for t in self.tasks if t.status is TaskStatus.PIPELINED)
 
     def __repr__(self) -> str:
         return f"SubGroup({self.name})"

@@ -442,6 +442,7 @@ SUBGROUP = {
     "tasks": Attribute("list[task]", "the tasks of the sub-group"),
     "size": Attribute("int", "subGroupSize: the tasks it needs together (all of them when unset)"),
     "ready_count": Attribute("int", "its tasks Bound, Binding, Running, Allocated or Succeeded"),
+    "pipelined_count": Attribute("int", "its tasks Pipelined"),
     "topology_mode": Attribute("string", "the policy's networkTopology mode: \"hard\", \"soft\" or \"\""),
     "highest_tier_allowed": Attribute("int", "the policy's highest allowed tier (0 without networkTopology)"),
     "priority": Attribute("int", "the highest priority of its tasks"),
@@ -474,6 +475,13 @@ CALLBACKS.update({
                               "negative: l's sub-group is placed before r's; none: by match_index, then name"),
     "sub_job_ready": Callback((("job", "job"), ("subgroup", "subgroup")), "bool", "enabledSubJobReady", "and",
                               "the sub-group's gang is placed: allocate keeps a sub-group's trial only then"),
+    "sub_job_pipelined": Callback((("job", "job"), ("subgroup", "subgroup")), "vote", "enabledSubJobPipelined",
+                                  "vote", "the sub-group's gang is placed or pipelined: allocate also keeps a "
+                                          "sub-group's trial then"),
+    "sub_group_hypernode_order": Callback((("subgroup", "subgroup"), ("hypernode", "hypernode")), "number",
+                                          "enabledHyperNodeOrder", "sum",
+                                          "domain score for placing the sub-group's gang inside it; highest "
+                                          "wins"),
     "hypernode_gradient": Callback((("job", "job"), ("hypernode", "hypernode")), "bool",
                                    "enabledHyperNodeGradient", "and",
                                    "a hard-mode job may be placed inside this domain; allocate tries the allowed "

@@ -89,12 +89,14 @@ def _drain(jobs: Queue[JobInfo] | None) -> list[JobInfo]:
 
 
 def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
-                   within: np.ndarray | None = None, ready_when: Callable[[], bool] | None = None) -> Statement | None:
+                   within: np.ndarray | None = None, ready_when: Callable[[], bool] | None = None,
+                   pipelined_when: Callable[[], bool] | None = None) -> Statement | None:
     """One job's turn over all nodes, or over the node rows `within` marks (a HyperNode's, for
     `allocate_topology`). A job with a network topology sees its allocated HyperNode grow with each
     placement while its tasks are scored; a soft-mode job keeps it when the gang is ready.
     `ready_when` replaces the job's readiness (a sub-group's gang, for `allocate_topology`): the turn
-    stops once it holds, and keeps its placements only if it does."""
+    stops once it holds, and keeps its placements only if it does, or if `pipelined_when` holds (the
+    sub-group is pipelined, Volcano's SubJobPipelined)."""
     rt = ctx.runtime
     is_ready: Callable[[], bool] = ready_when if ready_when is not None else (lambda: rt.job_ready(job))
     stmt = ctx.statement()
@@ -142,7 +144,7 @@ def allocate_tasks(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
         job.allocated_hypernode = allocated_before
     if ready:
         return stmt
-    if ready_when is None and rt.job_pipelined(job):
+    if rt.job_pipelined(job) if ready_when is None else (pipelined_when is not None and pipelined_when()):
         return stmt
     stmt.discard()
     return None

@@ -158,7 +158,8 @@ def _domain_score(ctx: ActionContext, job: JobInfo, name: str) -> float:
 
 def _best_by_score(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], names: list[str]) -> _Solution | None:
     """Volcano mode: the domain of `names` (one tier, breadth-first order) the `hypernode_order` rules
-    score highest among those where the gang is ready or pipelined, ties to the first.
+    score highest among those where the gang is ready or pipelined, ties to the first by name (Volcano
+    main's selectBestHyperNodeForJob: score, then tier, then name).
 
     Every dry run is undone and a domain's score is taken before its dry run, so the scores are known
     before any: the domains are tried best first and the first that holds the gang wins, as trying
@@ -168,7 +169,7 @@ def _best_by_score(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], na
     left over) every domain is tried. What the dry runs leave behind is then replayed in breadth-first
     order, as trying them in that order leaves it."""
     scores = [_domain_score(ctx, job, name) for name in names]
-    order = sorted(range(len(names)), key=lambda i: -scores[i])  # stable: ties keep breadth-first order
+    order = sorted(range(len(names)), key=lambda i: (-scores[i], names[i]))  # ties: the first name (Volcano main)
     session_errors = ctx.fit_errors
     errors_before: dict[str, FitErrors | None] = {}
     placed_before: dict[int, tuple[TaskInfo, tuple[str, str] | None]] = {}
@@ -240,9 +241,11 @@ def _put(errors: dict[str, FitErrors], uid: str, value: FitErrors | None) -> Non
 def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], domain: str) -> Statement | None:
     """A job with sub-groups inside `domain` (Volcano's allocateForSubJob, each sub-group in turn): a
     sub-group whose policy has a hard networkTopology goes inside one domain under `domain` of at most
-    its highest allowed tier, lowest tier first, the best-scored (`hypernode_order`) of those where its
-    gang is placed (`sub_job_ready`); the others, and tasks of no sub-group, anywhere in `domain`. Stops
-    once the job is ready; returns the placements when it is ready or pipelined, else undoes them.
+    its highest allowed tier, lowest tier first, the best-scored (`sub_group_hypernode_order`, with the
+    sub-group's own tasks; ties to the first name, as Volcano main sorts SubJob candidates) of those
+    where its gang is placed (`sub_job_ready`) or pipelined (`sub_job_pipelined`); the others, and
+    tasks of no sub-group, anywhere in `domain`. Stops once the job is ready; returns the placements
+    when it is ready or pipelined, else undoes them.
     Without `hypernode_gradient` rules a sub-group's only domain is the job's (as Volcano without the
     plugin's gradient). `tasks` is left with what no sub-group placed."""
     from vpolicy.engine.actions.allocate import allocate_tasks
@@ -260,6 +263,9 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
         def group_ready(group: Any = group) -> bool:
             return all(rt.ask(rule, job, group) for rule in ready_rules)
 
+        def group_pipelined(group: Any = group) -> bool:
+            return rt.sub_job_pipelined(job, group)
+
         if not mine or group_ready():
             continue
         gradients = [[domain]]
@@ -270,19 +276,20 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
                     by_tier.setdefault(topo.tree.tier(name), []).append(name)
             gradients = [by_tier[t] for t in sorted(by_tier)]
         for names in gradients:
-            best: tuple[float, list[tuple[str, TaskInfo, str]]] | None = None
+            best: tuple[float, str, list[tuple[str, TaskInfo, str]]] | None = None
             for name in names:
                 trial = allocate_tasks(ctx, job, rt.task_queue(mine), within=topo.mask(name) & topo.mask(domain),
-                                       ready_when=group_ready)
+                                       ready_when=group_ready, pipelined_when=group_pipelined)
                 if trial is None or not trial.ops:
                     continue
                 ops = [(op.kind, op.task, op.task.node_name) for op in trial.ops]
                 trial.discard()
-                score = float(sum(rt.ask(rule, job, topo.info(name)) for rule in rt.rules("hypernode_order")))
-                if best is None or score > best[0]:
-                    best = (score, ops)
+                score = float(sum(rt.ask(rule, group, topo.info(name))
+                                  for rule in rt.rules("sub_group_hypernode_order")))
+                if best is None or (score, best[1]) > (best[0], name):
+                    best = (score, name, ops)
             if best is not None:
-                for kind, task, node in best[1]:
+                for kind, task, node in best[2]:
                     (stmt.allocate if kind == "allocate" else stmt.pipeline)(task, node)
                     placed.add(task.uid)
                 break
