@@ -484,10 +484,14 @@ class Runtime:
         return None
 
     # victims: Volcano's Preemptable/Reclaimable, step for step ------------------------------------
-    def victims(self, callback: str, preemptor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], CompiledRule | None]:
+    def victims(self, callback: str, preemptor: TaskInfo, candidates: list[TaskInfo], *,
+                ask: Callable[[CompiledRule, TaskInfo, list[TaskInfo]], Any] | None = None,
+                ) -> tuple[list[TaskInfo], CompiledRule | None]:
         """Intersection inside a tier; an empty answer ends the tier with nothing; the first tier with
         victims wins. As in Volcano's code, once any rule has answered with victims, later tiers can
-        only intersect with what is left, so they never bring victims of their own."""
+        only intersect with what is left, so they never bring victims of their own. `ask`: how a
+        rule is asked, when not as the session asks it (`engine.victim_reuse` probes the answers)."""
+        call = self._call if ask is None else ask
         victims: list[TaskInfo] | None = None
         answered = False
         first_rule: CompiledRule | None = None
@@ -495,7 +499,7 @@ class Runtime:
             for _plugin, rules in tier:
                 stop = False
                 for rule in rules:
-                    result = self._call(rule, preemptor, candidates)  # rules are pure: no copy
+                    result = call(rule, preemptor, candidates)  # rules are pure: no copy
                     if not result:
                         victims = None
                         stop = True

@@ -524,6 +524,9 @@ class SessionState:
             self.jobs[pg.key] = job
             queue.jobs.append(job)
         self.version = 0  # grows with every status change: answers computed at one version stay valid
+        # the job of every task status change, in order: what an answer read of a job is unchanged
+        # while its job is not logged after it (engine.victim_reuse)
+        self.job_log: list[JobInfo] = []
         self.tasks: dict[str, TaskInfo] = {}
         self.other_pods: list[TaskInfo] = []  # pods of no job: they only consume node resources
         for pod in snapshot.pods:
@@ -638,6 +641,7 @@ class SessionState:
         if job is not None:
             job.track(task, -1)
             job.queue.changes += 1
+            self.job_log.append(job)
         task.status = status
         if job is not None:
             job.track(task, 1)
@@ -659,6 +663,7 @@ class SessionState:
         if job is not None:
             job.track(task, -1)
             job.queue.changes += 1
+            self.job_log.append(job)
         task.status = status
         if job is not None:
             job.track(task, 1)

@@ -24,7 +24,7 @@ from vpolicy.compile.lower import CompiledRule
 # Attributes of a candidate, of its job and of its queue whose values change only with a status change
 # of a task on the candidate's node (the node's version) or of a task of one of the queue's jobs
 # (`QueueInfo.changes`). A rule reading any other name is always asked.
-_FOLLOWED = frozenset({
+FOLLOWED = frozenset({
     # task
     "job", "queue", "resreq", "priority", "status", "status_name", "preemptable", "best_effort", "namespace",
     "name", "uid", "key", "role", "labels", "annotations", "priority_class_name", "node_name", "order_index",
@@ -36,12 +36,12 @@ _FOLLOWED = frozenset({
     "state", "elastic",
 })
 # Built-ins whose answer depends on their arguments alone (no session or cluster state behind them).
-_PURE = frozenset({
+PURE = frozenset({
     "share", "abs", "le", "lt", "get", "requested_dims", "dims", "without", "max", "min", "len", "positive",
     "cap_by", "le_on", "contains", "is_zero", "floor", "ceil", "clamp", "sum", "round",
 })
 # `cluster.<name>` values fixed for a session
-_FIXED_CLUSTER = frozenset({"total"})
+FIXED_CLUSTER = frozenset({"total"})
 
 
 class _Refused(Exception):
@@ -62,7 +62,7 @@ def preemptor_free(rules: list[CompiledRule], functions: dict[str, dict[str, tup
     return True
 
 
-def _chain(t: ir.Term) -> tuple[ir.Term, tuple[str, ...]]:
+def attribute_chain(t: ir.Term) -> tuple[ir.Term, tuple[str, ...]]:
     """The root of an attribute chain and the names along it: `c.job.queue` -> (c, ("job", "queue"))."""
     names: list[str] = []
     while isinstance(t, ir.GetAttr):
@@ -72,7 +72,7 @@ def _chain(t: ir.Term) -> tuple[ir.Term, tuple[str, ...]]:
 
 
 class _Walker:
-    """Refuses a term that reads the preemptor or anything but candidate-side attributes in `_FOLLOWED`."""
+    """Refuses a term that reads the preemptor or anything but candidate-side attributes in `FOLLOWED`."""
 
     def __init__(self, preemptor: str, candidates: str, functions: dict[str, dict[str, tuple[tuple[str, ...], ir.Term]]]):
         self.p, self.cs, self.functions = preemptor, candidates, functions
@@ -87,17 +87,17 @@ class _Walker:
         if isinstance(t, (ir.Const, ir.SessionRef)):
             return
         if isinstance(t, ir.GetAttr):
-            root, path = _chain(t)
+            root, path = attribute_chain(t)
             if isinstance(root, ir.Var) and root.name == "cluster" and "cluster" not in bound:
-                if path[0] not in _FIXED_CLUSTER:
+                if path[0] not in FIXED_CLUSTER:
                     raise _Refused
                 return
-            if not all(name in _FOLLOWED for name in path):
+            if not all(name in FOLLOWED for name in path):
                 raise _Refused
             self.walk(root, bound)
             return
         if isinstance(t, ir.Apply):
-            if t.func not in _PURE:
+            if t.func not in PURE:
                 raise _Refused
             self.walk(t.args, bound)
             return

@@ -13,6 +13,7 @@ from vpolicy.engine.state import JobInfo, NodeInfo, SessionState, TaskInfo
 from vpolicy.engine.statement import Operation, Outcome, Statement
 from vpolicy.engine.victim_memo import VictimMemo, preemptor_free
 from vpolicy.engine.victim_plan import VictimPlan
+from vpolicy.engine.victim_reuse import FailMemo
 from vpolicy.model.snapshot import PodGroupPhase, TaskStatus
 
 
@@ -60,6 +61,9 @@ class ActionContext:
     # there could free room (`evict_common.useful_candidates` answered None), else 0: preempt's walk
     # drops those rows in one array step instead of asking each node
     useless_rows: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict)
+    # preempt's failed nodes, kept while what the victim rules read there is unchanged
+    # (`engine.victim_reuse`); made when preempt starts
+    victim_fails: FailMemo | None = None
     # while optimize mode runs an evicting action again: what Volcano's run of it committed
     # (`optimize.never_worse`), the node where it placed each task (uid -> node name), and the joint
     # victim plan the action made from it (`victim_plan`)
@@ -100,6 +104,7 @@ class ActionContext:
         self.queue_tasks.clear()
         self.victim_memos.clear()
         self.useless_rows.clear()
+        self.victim_fails = None
 
     def mark_useless(self, kind: tuple[object, ...], node: NodeInfo) -> None:
         """No candidate set of `kind` on `node` can free room at the node's version now (`useless_rows`)."""

@@ -19,6 +19,7 @@ from vpolicy.engine.heap import PriorityQueue, Queue
 from vpolicy.engine.placement import SPEC_READS, fits, task_key
 from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
+from vpolicy.engine.victim_reuse import FailMemo
 from vpolicy.model.snapshot import TaskStatus
 
 _PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
@@ -28,6 +29,7 @@ OTHER_JOBS, SAME_JOB = "other-jobs", "same-job"
 
 def run(ctx: ActionContext) -> None:
     ctx.forget_node_memos()
+    ctx.victim_fails = FailMemo(ctx.runtime, "preemptable", ctx.placement.arrays, ctx.state.job_log)
     rt = ctx.runtime
     hosts, runs_victims = _preemptable(ctx)
     nowhere = np.zeros(len(ctx.placement.node_list), dtype=bool)
@@ -200,7 +202,12 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
             return False  # Volcano's walk failed it in Volcano's run: only the cheapest search was new
     # a node where no candidate set could free room answers False at once (`_preempt_on`): dropped here,
     # in one array step, while its version is the one that answer was for
-    for r in ctx.not_useless(kind, walk).tolist():
+    # and so is a node where the rules' answer for a sibling could not free room, while nothing it
+    # read has changed (`engine.victim_reuse`)
+    walk = ctx.not_useless(kind, walk)
+    if ctx.victim_fails is not None:
+        walk = ctx.victim_fails.open_rows(_filter_kind(kind, preemptor), preemptor, walk)
+    for r in walk.tolist():
         node = node_list[r]
         if node is not first and _preempt_on(ctx, stmt, preemptor, keep, kind, node, among, phase=phase):
             return True
@@ -221,6 +228,8 @@ def _preempt_on(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, 
         return False  # even every candidate would not free enough: the rules cannot change that
     victims, rule = ctx.runtime.victims("preemptable", preemptor, candidates) if candidates else ([], None)
     if not fits_with(victims, preemptor, node):
+        if candidates and ctx.victim_fails is not None:
+            ctx.victim_fails.remember(_filter_kind(kind, preemptor), preemptor, node.name, candidates, victims)
         return False
     local = ctx.statement()
     for victim in ordered_victims(ctx, victims, preemptor):
@@ -233,6 +242,12 @@ def _preempt_on(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, 
         return True
     local.discard()
     return False
+
+
+def _filter_kind(kind: tuple[object, ...], preemptor: TaskInfo) -> tuple[object, ...]:
+    """What the victim filter of a preemptor `kind` (action, phase, job or shared queue, spec) reads of
+    the preemptor: whether it is best-effort. Preemptors with other requests see the same candidates."""
+    return (*kind[:3], preemptor.best_effort)
 
 
 def _queue_tasks(ctx: ActionContext, queue: QueueInfo) -> Callable[[NodeInfo], list[TaskInfo]]:
