@@ -3,8 +3,12 @@
 The informers write (`replace` after a list, `apply` per watch event); the scheduler reads
 `snapshot()`, which converts the current objects through `cluster_adapter.convert` — the file
 loader's conversion — in the order a dump lists them (per resource, by namespace then name).
-A snapshot is rebuilt only when something changed since the last one, and then, when only pods
-changed, only those pods are read again (`vpolicy.SnapshotReader`, exact by construction and tested).
+A snapshot is rebuilt only when something changed since the last one. The cache remembers which
+objects changed since then: when every change replaced an object it already held (a watch MODIFIED
+event, an assumption made or ended) only those objects are read again and put in place
+(`vpolicy.SnapshotReader.patch`), at a cost proportional to the change; after an object is added or
+deleted, or a list replaced, the reader walks every object (`SnapshotReader.read`, which still reads
+again only what changed). Both are exact by construction and tested against a build from scratch.
 
 **Assumptions** (Volcano's "assume" in its scheduler cache): after a bind succeeds, the pod is shown
 bound to its node until the watch delivers a version of the pod that says so; after an eviction, it
@@ -57,14 +61,18 @@ class ObjectCache:
         self._ttl = assume_ttl_s
         self._generation = 0
         self._built: tuple[int, ClusterSnapshot] | None = None
-        self._reader = convert.SnapshotReader()  # re-reads only the pods that changed, when that is exact
-        self._reading = threading.Lock()
+        self._reader = convert.SnapshotReader()  # re-reads only the objects that changed, when that is exact
+        self._reading = threading.Lock()  # taken before `_lock` when both are held
+        # (resource, key) of each object replaced since the last snapshot; None after an object was added or
+        # removed or a list replaced (the order changed: the next snapshot walks every object)
+        self._changed: set[tuple[str, Key]] | None = None
 
     # informer side ----------------------------------------------------------------------------------
     def replace(self, resource: str, items: list[dict[str, Any]]) -> None:
         with self._lock:
             self._objects[resource] = {_key(o): o for o in items}
             self._order.pop(resource, None)
+            self._changed = None
             self._generation += 1
 
     def apply(self, resource: str, event_type: str, obj: dict[str, Any]) -> None:
@@ -76,9 +84,12 @@ class ObjectCache:
                     return  # the end of an earlier object of that name; the one held replaced it
                 if store.pop(_key(obj), None) is not None:
                     self._order.pop(resource, None)
+                    self._changed = None
             else:
                 if _key(obj) not in store:
                     self._order.pop(resource, None)
+                    self._changed = None
+                self._note_changed(resource, _key(obj))
                 store[_key(obj)] = obj
             self._generation += 1
 
@@ -93,6 +104,7 @@ class ObjectCache:
             if held is None or _rv(held) >= _rv(obj):
                 return
             store[_key(obj)] = obj
+            self._note_changed(resource, _key(obj))
             self._generation += 1
 
     # scheduler side ---------------------------------------------------------------------------------
@@ -108,11 +120,13 @@ class ObjectCache:
     def assume_bound(self, namespace: str, name: str, *, uid: str, node: str) -> None:
         with self._lock:
             self._assumed[(namespace, name)] = _Assumption(uid, node, False, self._clock() + self._ttl)
+            self._note_changed("pods", (namespace, name))
             self._generation += 1
 
     def assume_evicted(self, namespace: str, name: str, *, uid: str) -> None:
         with self._lock:
             self._assumed[(namespace, name)] = _Assumption(uid, "", True, self._clock() + self._ttl)
+            self._note_changed("pods", (namespace, name))
             self._generation += 1
 
     def assumed(self) -> int:
@@ -125,18 +139,46 @@ class ObjectCache:
             return self._objects_locked()
 
     def snapshot(self) -> ClusterSnapshot:
-        with self._lock:
-            self._expire_locked()
-            if self._built is not None and self._built[0] == self._generation:
-                return self._built[1]
-            generation, objects = self._generation, self._objects_locked()
-        with self._reading:
-            built = self._reader.read(objects)
-        with self._lock:
-            self._built = (generation, built)
-        return built
+        with self._reading:  # one reader at a time, each from the changes the one before it saw
+            with self._lock:
+                self._expire_locked()
+                if self._built is not None and self._built[0] == self._generation:
+                    return self._built[1]
+                generation, changed = self._generation, self._changed_locked()
+                self._changed = set()
+                objects = self._objects_locked() if changed is None else []
+            built = self._reader.patch(changed) if changed is not None and self._built is not None else None
+            if built is None:
+                if changed is not None:
+                    with self._lock:
+                        objects = self._objects_locked()
+                        generation = self._generation  # (what changed meanwhile is read here too)
+                        self._changed = set()
+                built = self._reader.read(objects)
+            with self._lock:
+                self._built = (generation, built)
+            return built
 
     # helpers ----------------------------------------------------------------------------------------
+    def _note_changed(self, resource: str, key: Key) -> None:
+        if self._changed is not None:
+            self._changed.add((resource, key))
+
+    def _changed_locked(self) -> list[dict[str, Any]] | None:
+        """The objects replaced since the last snapshot, assumptions applied; None if the walk is needed.
+        (A replaced object that is no longer held was deleted, and that already set `_changed` to None.)"""
+        if self._changed is None:
+            return None
+        out: list[dict[str, Any]] = []
+        for resource, key in sorted(self._changed):
+            obj = self._objects.get(resource, {}).get(key)
+            if obj is None:
+                return None
+            if resource == "pods" and key in self._assumed:
+                obj = _overlay(obj, self._assumed[key])
+            out.append(obj)
+        return out
+
     def _objects_locked(self) -> list[dict[str, Any]]:
         self._expire_locked()
         out: list[dict[str, Any]] = []
@@ -162,6 +204,7 @@ class ObjectCache:
                     or (not assumption.evicted and bool((pod or {}).get("spec", {}).get("nodeName"))))
             if done:
                 del self._assumed[key]
+                self._note_changed("pods", key)
                 self._generation += 1
 
 
@@ -187,4 +230,7 @@ def _overlay(pod: dict[str, Any], assumption: _Assumption) -> dict[str, Any]:
         out["metadata"]["deletionTimestamp"] = _EVICTED_AT  # only its presence matters: Releasing
     else:
         out.setdefault("spec", {})["nodeName"] = assumption.node
+    version = out["metadata"].get("resourceVersion")
+    if version:  # the snapshot reader reuses a pod read from the same version: an assumed state is another one
+        out["metadata"]["resourceVersion"] = f"{version}+{'evicted' if assumption.evicted else assumption.node}"
     return out

@@ -16,20 +16,21 @@ into warnings, and the rest of the cluster is still scheduled: one malformed cus
 not stop every other job.
 
 `SnapshotReader` is the same function for a caller that reads the same cluster again and again (the
-scheduler, once a period): when the only changes since its last build are Pods — the common case —
-it reads just the changed pods, with the same reader, and keeps everything else. Otherwise it runs the
-full assembly, but with one memo of reader results kept across reads (`fields.memoized`): an object
-whose dict is the one read last time (informers replace an object's dict when it changes) is not read
-again, so a Node, Queue or PodGroup change costs the assembly's walk over the objects, not a re-read
-of the cluster. `tests/adapter/test_convert.py` checks the reader agrees with `snapshot_from_objects`
-on random change sequences.
+scheduler, once a period): when the only changes since its last build are Pods, Nodes, Queues and
+PodGroups — the common case — it reads just the changed objects, with the same readers, and keeps
+everything else. Otherwise it runs the full assembly, but with one memo of reader results kept across
+reads (`fields.memoized`): an object whose dict is the one read last time (informers replace an object's
+dict when it changes) is not read again. `read` is handed every object and walks them all to find what
+changed; a caller that knows what changed (the informers' cache) hands over just those with `patch`, at a
+cost proportional to the change. `tests/adapter/test_convert.py` checks both agree with
+`snapshot_from_objects` on random change sequences.
 
 Objects are read as the plain dicts they are (no copy into round-trip nodes): the readers take dicts.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -147,6 +148,57 @@ class SnapshotReader:
         self.full_builds = 0
         self.pods_read = 0
         self.patched = 0  # Nodes, Queues and PodGroups read again on their own and put in place
+        self.patch_calls = 0  # snapshots made by `patch`, from the changed objects alone
+        # where each pod, Node, Queue and PodGroup is in the last snapshot (and each non-pod object in
+        # `_others`), worked out when first needed after a read; None until then
+        self._at: _Positions | None = None
+
+    def patch(self, changed: Sequence[Mapping[str, Any]]) -> ClusterSnapshot | None:
+        """The last snapshot with `changed` — new versions of Pods, Nodes, Queues and PodGroups it already
+        holds (watch MODIFIED events), each with its resourceVersion — read again and put in their places,
+        without a walk over the rest; None when only `read` over every object is exact (an object of another
+        kind or one it does not hold, an object that reports anything, a last snapshot with warnings or
+        derived pods, a cluster holding kinds whose changes reach other objects: see `_PATCHABLE`)."""
+        last = self._last
+        if last is None or last.warnings or last.deferred_pods:
+            return None
+        at = self._at = self._at or _Positions.of(last, self._others)
+        if not at.patchable:
+            return None
+        class_values = {pc.name: pc.value for pc in last.priority_classes}
+        pods: dict[int, tuple[str, str, Pod]] = {}
+        others: list[Mapping[str, Any]] = []
+        for obj in changed:
+            label, rv = object_label(obj), _rv(obj)
+            if not rv:
+                return None
+            if obj.get("kind") == "Pod" and obj.get("apiVersion") == "v1":
+                index = at.pods.get(label)
+                if index is None or label not in self._pods:
+                    return None
+                pod = _read_pod(label, obj, class_values)
+                if pod is None or pod.key != last.pods[index].key:
+                    return None
+                pods[index] = (label, rv, pod)
+            elif label in at.others:
+                others.append(obj)
+            else:
+                return None
+        patched = self._patched(last, others) if others else last
+        if patched is None:
+            return None
+        for obj in others:
+            self._others[at.others[object_label(obj)]] = (object_label(obj), _rv(obj))
+        if pods:
+            pod_list = list(last.pods)
+            for index, (label, rv, pod) in pods.items():
+                pod_list[index] = pod
+                self._pods[label] = (rv, pod)
+            patched = replace(patched, pods=tuple(pod_list))
+            self.pods_read += len(pods)
+        self._last = patched
+        self.patch_calls += 1
+        return patched
 
     def read(self, objects: Iterable[Mapping[str, Any]]) -> ClusterSnapshot:
         items = list(objects)
@@ -166,6 +218,7 @@ class SnapshotReader:
                 other_objects.append(obj)
         self._labels = seen
         fast = self._fast(pods, others, other_objects)
+        self._at = None  # positions in the snapshot read before (if `_fast` used them)
         if fast is not None:
             self._last = fast
             self._others = others
@@ -218,6 +271,7 @@ class SnapshotReader:
 
     def _patched(self, last: ClusterSnapshot, changed: list[Mapping[str, Any]]) -> ClusterSnapshot | None:
         nodes, queues, groups = list(last.nodes), list(last.queues), list(last.podgroups)
+        positions = self._at = self._at or _Positions.of(last, self._others)
         for obj in changed:
             label = object_label(obj)
             node = obj if type(obj) is dict else to_node(obj)
@@ -227,20 +281,20 @@ class SnapshotReader:
             kind = obj.get("kind")
             if kind == "Node":
                 read_node = kinds.read_node(view)
-                at = next((i for i, n in enumerate(nodes) if read_node and n.name == read_node.name), None)
+                at = positions.nodes.get(read_node.name) if read_node else None
                 if read_node is None or at is None:
                     return None
                 nodes[at] = read_node
             elif kind == "Queue":
                 queue = kinds.read_queue(view)
-                at = next((i for i, q in enumerate(queues) if queue and q.name == queue.name), None)
+                at = positions.queues.get(queue.name) if queue else None
                 if queue is None or at is None:
                     return None
                 queues[at] = queue
             else:
                 read_group = kinds.read_podgroup(view)
                 group = read_group[0] if read_group else None
-                at = next((i for i, g in enumerate(groups) if group and g.key == group.key), None)
+                at = positions.groups.get(group.key) if group else None
                 if group is None or at is None:
                     return None
                 groups[at] = group
@@ -267,6 +321,36 @@ class SnapshotReader:
             key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
             if key in by_key and _rv(obj):
                 self._pods[object_label(obj)] = (_rv(obj), by_key[key])
+
+
+@dataclass(frozen=True, slots=True)
+class _Positions:
+    """Indexes into one snapshot (and the reader's `_others`): what `patch` looks changed objects up in."""
+
+    pods: dict[str, int]  # object label -> index in snapshot.pods
+    others: dict[str, int]  # object label -> index in the reader's `_others`, for the kinds in _PATCHABLE
+    nodes: dict[str, int]
+    queues: dict[str, int]
+    groups: dict[str, int]  # podgroup key
+    patchable: bool  # every object is of a kind in _PRESENT_OK, with a resourceVersion
+
+    @staticmethod
+    def of(snap: ClusterSnapshot, others: list[tuple[str, str]]) -> _Positions:
+        kinds_ok = all(rv and label[len(ORIGIN_PREFIX):].split("/", 1)[0] in _PRESENT_OK for label, rv in others)
+        patchable = [(label, i) for i, (label, _) in enumerate(others)
+                     if label[len(ORIGIN_PREFIX):].split("/", 1)[0] in _PATCHABLE]
+        pods = {_pod_label(p): i for i, p in enumerate(snap.pods)}
+        return _Positions(
+            pods=pods, others=dict(patchable), nodes={n.name: i for i, n in enumerate(snap.nodes)},
+            queues={q.name: i for i, q in enumerate(snap.queues)},
+            groups={g.key: i for i, g in enumerate(snap.podgroups)},
+            patchable=kinds_ok and len(pods) == len(snap.pods))
+
+
+def _pod_label(pod: Pod) -> str:
+    """The label `object_label` gives the pod's object (a pod read without a namespace is `default`'s, whose
+    object's label has none: such a pod is not found, and `patch` falls back to `read`)."""
+    return f"{ORIGIN_PREFIX}Pod/{pod.namespace}/{pod.name}"
 
 
 # A change of one of these kinds changes only its own entry of the snapshot (its reader reads nothing else,
