@@ -34,7 +34,8 @@ TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
 PRIORITY_CLASSES = (("low", 10), ("normal", 100), ("high", 1000))
 
-FAMILIES = ("allocate", "enqueue", "preempt", "reclaim", "capacity", "backfill", "confs", "tdm", "task-topology")
+FAMILIES = ("allocate", "enqueue", "preempt", "reclaim", "capacity", "backfill", "confs", "tdm", "task-topology",
+            "usage")
 
 
 @dataclass
@@ -587,9 +588,51 @@ def _task_topology(rng: random.Random) -> tuple[Builder, str]:
     return b, conf_text(rng.choice(("enqueue, allocate, backfill", "enqueue, allocate")), tiers)
 
 
+# usage: the oracle reads a node's load from these annotations as vpolicy's loader does
+# (conformance/oracle/usage.go). Metrics "measured" in 2099 are fresh for both engines whatever their
+# clocks (Volcano: now - time is negative, not over 5 minutes), those of 1969 stale for both (vpolicy's
+# conformance run reads the epoch).
+USAGE_FRESH, USAGE_STALE = "2099-01-01T00:00:00Z", "1969-12-31T23:00:00Z"
+
+
+def _usage(rng: random.Random) -> tuple[Builder, str]:
+    """Nodes with measured CPU and memory load (fresh, stale or none), running pods started long ago,
+    and one pending pod: v1.10.0's usage scores the measured load alone, main's adds an estimate of pods
+    placed too recently for the metrics (none here: the pods ran for years, and a second pending pod
+    would be such a pod for main only)."""
+    b = Builder(rng)
+    for cpu, mem in distinct_sizes(rng, rng.randint(2, 5)):
+        b.node(cpu, mem, pods=rng.randint(4, 10))
+        if rng.random() < 0.85:
+            b.nodes[-1]["metadata"]["annotations"] = {
+                "usage.volcano.sh/cpu-usage-avg": str(rng.randint(0, 100)),
+                "usage.volcano.sh/mem-usage-avg": str(rng.randint(0, 100)),
+                "usage.volcano.sh/metrics-time": USAGE_FRESH if rng.random() < 0.85 else USAGE_STALE}
+    queue = b.queue("q0")
+    running = b.podgroup(queue, 1, phase="Running", priority_class="low")
+    for node in b.nodes:
+        name = node["metadata"]["name"]
+        cpu, mem = rng.randint(1, 4) * 250, rng.randint(1, 4) * 256
+        if rng.random() < 0.5 and b.fits(name, cpu, mem):
+            pod = b.pod(running, cpu, mem, node=name, phase="Running", priority=10)
+            pod["status"]["startTime"] = "1969-12-31T00:00:00Z"  # long ago for both clocks
+    pending = b.podgroup(queue, 1, phase="Inqueue", priority_class=rng.choice(("", "normal")))
+    b.pod(pending, rng.randint(1, 8) * 250, rng.randint(1, 8) * 256, priority=100)
+    arguments: dict[str, Any] = {"usage.weight": rng.choice((1, 5, 10)), "cpu.weight": rng.randint(1, 3),
+                                 "memory.weight": rng.randint(1, 3),
+                                 "thresholds": {"cpu": rng.randint(30, 100), "mem": rng.randint(30, 100)}}
+    tiers: list[list[str | tuple[str, dict[str, Any]]]] = [
+        ["priority", "gang", "conformance"],
+        ["predicates", "proportion", ("usage", {"arguments": arguments})]]
+    if rng.random() < 0.5:
+        tiers[1].insert(2, "nodeorder")
+    return b, conf_text(rng.choice(("enqueue, allocate, backfill", "enqueue, allocate")), tiers)
+
+
 _FAMILY_BUILDERS: dict[str, Callable[[random.Random], tuple[Builder, str]]] = {
     "allocate": _allocate, "enqueue": _enqueue, "preempt": _preempt, "reclaim": _reclaim,
     "capacity": _capacity, "backfill": _backfill, "confs": _confs, "tdm": _tdm, "task-topology": _task_topology,
+    "usage": _usage,
 }
 
 

@@ -114,6 +114,9 @@ func runSession(c *cluster, confStr string) (*document, error) {
 		if err := sc.AddOrUpdateNode(n); err != nil {
 			return nil, fmt.Errorf("node %s: %v", n.Name, err)
 		}
+		if usage := nodeUsage(n); usage != nil { // what the cache's metrics source would have set (usage.go)
+			sc.Nodes[n.Name].ResourceUsage = usage
+		}
 	}
 	for _, p := range c.Pods {
 		sc.AddPod(p)
