@@ -35,7 +35,7 @@ TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect":
 PRIORITY_CLASSES = (("low", 10), ("normal", 100), ("high", 1000))
 
 FAMILIES = ("allocate", "enqueue", "preempt", "reclaim", "capacity", "backfill", "confs", "tdm", "task-topology",
-            "usage")
+            "usage", "resourcequota")
 
 
 @dataclass
@@ -629,10 +629,41 @@ def _usage(rng: random.Random) -> tuple[Builder, str]:
     return b, conf_text(rng.choice(("enqueue, allocate, backfill", "enqueue, allocate")), tiers)
 
 
+def _resourcequota(rng: random.Random) -> tuple[Builder, str]:
+    """Pending jobs with and without minResources against one or two ResourceQuotas of their namespace
+    (hard by `cpu`/`memory` or `requests.*` names, some already used). No other plugin votes on
+    enqueue: Volcano's resourcequota counts a job it permits as pending even when another plugin then
+    rejects it, vpolicy only the jobs enqueue admitted (docs/plugins.md), which this family leaves out."""
+    b = Builder(rng)
+    for cpu, mem in distinct_sizes(rng, rng.randint(1, 3)):
+        b.node(cpu, mem)
+    queue = b.queue("q0")
+    for i in range(rng.randint(1, 2)):
+        names = ("cpu", "memory") if rng.random() < 0.7 else ("requests.cpu", "requests.memory")
+        hard = {names[0]: f"{rng.randint(1, 12) * 500}m", names[1]: f"{rng.randint(1, 12) * 512}Mi"}
+        if rng.random() < 0.3:
+            del hard[names[rng.randint(0, 1)]]
+        used = {k: f"{rng.randint(0, 4) * 250}m" if "cpu" in k else f"{rng.randint(0, 4) * 256}Mi" for k in hard}
+        b.extra.append({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": f"rq{i}", "namespace": NS},
+                        "spec": {"hard": hard}, "status": {"hard": hard, "used": used}})
+    for _ in range(rng.randint(1, 5)):
+        count = rng.randint(1, 3)
+        cpu, mem = rng.randint(1, 8) * 250, rng.randint(1, 8) * 256
+        min_member = rng.randint(1, count)
+        min_res = {"cpu": f"{cpu * min_member}m", "memory": f"{mem * min_member}Mi"} if rng.random() < 0.8 else None
+        pg = b.podgroup(queue, min_member, phase="Pending", min_resources=min_res,
+                        priority_class=rng.choice(("", "low", "high")))
+        for _ in range(count):
+            b.pod(pg, cpu, mem, priority=rng.choice((1, 10)))
+    tiers: list[list[str | tuple[str, dict[str, Any]]]] = [
+        ["priority", "gang", "conformance"], ["predicates", "nodeorder", "resourcequota"]]
+    return b, conf_text(rng.choice(("enqueue, allocate", "enqueue, allocate, backfill", "enqueue")), tiers)
+
+
 _FAMILY_BUILDERS: dict[str, Callable[[random.Random], tuple[Builder, str]]] = {
     "allocate": _allocate, "enqueue": _enqueue, "preempt": _preempt, "reclaim": _reclaim,
     "capacity": _capacity, "backfill": _backfill, "confs": _confs, "tdm": _tdm, "task-topology": _task_topology,
-    "usage": _usage,
+    "usage": _usage, "resourcequota": _resourcequota,
 }
 
 
