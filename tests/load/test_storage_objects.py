@@ -140,3 +140,26 @@ def test_a_recorded_session_keeps_the_storage_objects(tmp_path: Path) -> None:
     assert back.persistent_volumes == snap.persistent_volumes and back.persistent_volumes[1].node_affinity
     assert back.persistent_volume_claims == snap.persistent_volume_claims
     assert back.csi_nodes == snap.csi_nodes and back.pods == snap.pods
+
+
+def test_dangling_storage_references_are_located_warnings(tmp_path: Path) -> None:
+    """A claim bound to a PV the dump lacks, a claim of a missing class and a CSINode of no node load, as
+    the API allows them, with a warning at each object's name."""
+    path = tmp_path / "dump.yaml"
+    path.write_text(DUMP + """---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: gone-pv, namespace: ns}
+spec: {volumeName: nowhere}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: no-class, namespace: ns}
+spec: {storageClassName: missing}
+""", encoding="utf-8")
+    snap = load_cluster([str(path)])
+    lines = DUMP.count("\n") + 1
+    warnings = "\n".join(snap.warnings)
+    assert f"dump.yaml:{lines + 3}:" in warnings and "PersistentVolume nowhere, which the cluster lacks" in warnings
+    assert f"dump.yaml:{lines + 8}:" in warnings and "StorageClass missing, which the cluster lacks" in warnings
+    assert "CSINode n1 names no node of the cluster" in warnings  # the dump has no Node n1

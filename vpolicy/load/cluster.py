@@ -215,6 +215,7 @@ def _build(objects: _Objects, problems: Problems) -> snapshot.ClusterSnapshot:
                                                         if (s := volumes.read_storage_class(o)) is not None])
     csi_nodes = _unique(problems, seen, "CSINode", [(cn, cn.name, _origin(o)) for o in objects.csi_nodes
                                                     if (cn := volumes.read_csi_node(o)) is not None])
+    volumes.check_volumes(pvcs, pvs, classes_, csi_nodes, {n.name for n in nodes}, problems)
     numatopologies = _unique(problems, seen, "Numatopology", [(t, t.name, _origin(v)) for v in objects.numatopologies
                                                               if (t := numa.read_numatopology(v)) is not None])
     conf = _find_conf(objects.configmaps, problems)

@@ -9,10 +9,13 @@ does. `vpolicy.load.cluster` calls these; a pod's claims are read with its spec 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from vpolicy.load import kinds
 from vpolicy.load.affinity import in_tree_volume, read_selector
-from vpolicy.load.fields import View
+from vpolicy.load.fields import Problems, View
 from vpolicy.model import volumes
+from vpolicy.source import Span
 
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
@@ -79,7 +82,7 @@ def read_persistent_volume_claim(obj: View) -> volumes.PersistentVolumeClaim | N
         owner_uid=_controller_uid(obj), request=(requests.quantity("storage", "storage") or 0) if requests else 0,
         access_modes=_access_modes(spec), selector=read_selector(spec.mapping("selector")),
         volume_mode=spec.choice("volumeMode", _VOLUME_MODES, default="Filesystem"),
-        selected_node=meta.annotations.get(SELECTED_NODE_ANNOTATION, ""))
+        selected_node=meta.annotations.get(SELECTED_NODE_ANNOTATION, ""), origin=meta.origin)
 
 
 def _controller_uid(obj: View) -> str:
@@ -137,4 +140,27 @@ def read_csi_node(obj: View) -> volumes.CSINode | None:
             limits[name] = count
     migrated = meta.annotations.get(volumes.MIGRATED_PLUGINS_ANNOTATION, "")
     return volumes.CSINode(meta.name, limits=limits, drivers=tuple(drivers),
-                           migrated_plugins=frozenset(p.strip() for p in migrated.split(",") if p.strip()))
+                           migrated_plugins=frozenset(p.strip() for p in migrated.split(",") if p.strip()),
+                           origin=meta.origin)
+
+
+def check_volumes(claims: Sequence[volumes.PersistentVolumeClaim], pvs: Sequence[volumes.PersistentVolume],
+                  classes: Sequence[volumes.StorageClass], csi_nodes: Sequence[volumes.CSINode],
+                  node_names: set[str], problems: Problems) -> None:
+    """What the objects say of each other that a user would want to know, as warnings at the object's name
+    (the API allows each, and kube-scheduler acts on it as noted): a claim bound to a PV the dump lacks, a
+    claim of a class it lacks, a CSINode of no node."""
+    pv_names = {pv.name for pv in pvs}
+    class_names = {c.name for c in classes}
+    for claim in claims:
+        where = claim.origin or Span("<claims>", 1, 1)
+        if claim.volume_name and claim.volume_name not in pv_names:
+            problems.warn(where, f"PersistentVolumeClaim {claim.key} is bound to PersistentVolume "
+                                 f"{claim.volume_name}, which the cluster lacks: VolumeBinding keeps its pods pending")
+        elif not claim.volume_name and claim.storage_class and claim.storage_class not in class_names:
+            problems.warn(where, f"PersistentVolumeClaim {claim.key} names StorageClass {claim.storage_class}, "
+                                 "which the cluster lacks: its pods wait for it to be bound (as Immediate)")
+    for csi in csi_nodes:
+        if csi.name not in node_names:
+            problems.warn(csi.origin or Span("<csinodes>", 1, 1),
+                          f"CSINode {csi.name} names no node of the cluster: its limits apply to none")

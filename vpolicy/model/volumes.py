@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Mapping
 if TYPE_CHECKING:  # both import this module: it imports neither at run time
     from vpolicy.model.affinity import LabelSelector
     from vpolicy.model.snapshot import NodeSelectorTerm
+    from vpolicy.source import Span
 
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 IMMEDIATE = "Immediate"
@@ -76,6 +77,7 @@ class PersistentVolumeClaim:
     selector: "LabelSelector | None" = None  # spec.selector over PV labels
     volume_mode: str = "Filesystem"
     selected_node: str = ""  # the volume.kubernetes.io/selected-node annotation (provisioning under way)
+    origin: "Span | None" = field(default=None, compare=False)
 
     @property
     def key(self) -> str:
@@ -101,3 +103,4 @@ class CSINode:
     limits: Mapping[str, int] = field(default_factory=dict)
     drivers: tuple[str, ...] = ()
     migrated_plugins: frozenset[str] = frozenset()
+    origin: "Span | None" = field(default=None, compare=False)
