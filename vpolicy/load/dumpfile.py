@@ -88,6 +88,10 @@ class _ListHead(TypedDict, total=False):
 
 
 _HEAD = msgspec.json.Decoder(_Head)
+# `{"apiVersion": "v1", "kind": "Pod", ...`: an object as kubectl writes it (keys sorted). The kind named there
+# picks the shape decoder without a first pass for the head; the decoded object must then name the same.
+_LEADING_HEAD = re.compile(rb'\s*\{\s*"apiVersion"\s*:\s*"([^"\\]*)"\s*,\s*"kind"\s*:\s*"([^"\\]*)"')
+_LEADING_BYTES = 512
 _LIST_HEAD = msgspec.json.Decoder(_ListHead)
 _ANY = msgspec.json.Decoder()
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
@@ -270,6 +274,10 @@ class _Dump:
         yield from self._one(body, _Region(start, end))
 
     def _one(self, raw: bytes | memoryview | msgspec.Raw, region: _Region | Callable[[], _Region]) -> Iterator[View]:
+        as_written = self._decode_as_written(raw)
+        if as_written is not None:
+            yield from self._view(as_written, as_written["kind"], region)
+            return
         try:
             head = _HEAD.decode(raw)
         except msgspec.ValidationError:  # an item that is not a mapping
@@ -288,6 +296,27 @@ class _Dump:
             except msgspec.MsgspecError:  # e.g. a number beyond what JSON decoders hold: read it exactly
                 yield FastObject(self, region, {}).exact_view(self.problems)
                 return
+        yield from self._view(node, kind, region)
+
+    def _decode_as_written(self, raw: bytes | memoryview | msgspec.Raw) -> dict[str, Any] | None:
+        """The object decoded with its kind's shape in one pass when it starts as kubectl writes it (apiVersion,
+        then kind) and the decoded object names that same kind and version; else None (the caller decodes its
+        head first, then the rest: two passes)."""
+        written = _LEADING_HEAD.match(memoryview(raw)[:_LEADING_BYTES])
+        if written is None:
+            return None
+        version, kind = written.group(1).decode("utf-8", "replace"), written.group(2).decode("utf-8", "replace")
+        group = version.split("/", 1)[0] if "/" in version else ""
+        decoder = _shape_decoder(kind) if self.wanted(group, kind) else None
+        if decoder is None:
+            return None
+        try:
+            node: dict[str, Any] = decoder.decode(raw)
+        except msgspec.MsgspecError:
+            return None
+        return node if node.get("kind") == kind and node.get("apiVersion") == version else None
+
+    def _view(self, node: dict[str, Any], kind: object, region: _Region | Callable[[], _Region]) -> Iterator[View]:
         obj = FastObject(self, region, node)
         if kind == "ConfigMap" and isinstance(node.get("data"), dict) and CONF_KEY in node["data"]:
             yield obj.exact_view(self.problems)  # the conf loader points into its literal block
