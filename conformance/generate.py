@@ -35,7 +35,7 @@ TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect":
 PRIORITY_CLASSES = (("low", 10), ("normal", 100), ("high", 1000))
 
 FAMILIES = ("allocate", "enqueue", "preempt", "reclaim", "capacity", "backfill", "confs", "tdm", "task-topology",
-            "usage", "resourcequota")
+            "usage", "resourcequota", "sla")
 
 
 @dataclass
@@ -660,10 +660,35 @@ def _resourcequota(rng: random.Random) -> tuple[Builder, str]:
     return b, conf_text(rng.choice(("enqueue, allocate", "enqueue, allocate, backfill", "enqueue")), tiers)
 
 
+def _sla(rng: random.Random) -> tuple[Builder, str]:
+    """An enqueue-family cluster whose podgroups carry SLA waiting times (`volcano.sh/sla-waiting-time`,
+    or the plugin's `sla-waiting-time`), sla in the first tier (an overdue job is enqueued and kept
+    pipelined whatever the second tier's proportion or capacity says) or the second. Creation times are
+    on 1969-12-31 (overdue for both engines' clocks: Volcano reads the wall clock, vpolicy's conformance
+    run the epoch) or in 2099 (not yet due for either), a minute apart so deadlines rarely tie."""
+    b, _ = _enqueue(rng)
+    for q in b.queues:  # open queues only: v1.10 never reads a queue's state, and how main's refusal of a
+        q["status"]["state"] = "Open"  # closed queue meets an sla permit is not what this family asks
+    minutes = rng.sample(range(0, 600), len(b.podgroups))
+    for pg, minute in zip(b.podgroups, minutes):
+        day = "1969-12-31" if rng.random() < 0.5 else "2099-01-01"
+        pg["metadata"]["creationTimestamp"] = f"{day}T{minute // 60:02d}:{minute % 60:02d}:00Z"
+        if rng.random() < 0.6:
+            pg["metadata"]["annotations"] = {"volcano.sh/sla-waiting-time": rng.choice(("30m", "1h", "2h", "bad"))}
+    sla: str | tuple[str, dict[str, Any]] = "sla"
+    if rng.random() < 0.4:
+        sla = ("sla", {"arguments": {"sla-waiting-time": rng.choice(("45m", "3h"))}})
+    share = rng.choice(("proportion", "capacity"))
+    tiers: list[list[str | tuple[str, dict[str, Any]]]] = [
+        ["priority", "gang", "conformance"], ["overcommit", "drf", "predicates", share, "nodeorder"]]
+    tiers[0 if rng.random() < 0.6 else 1].append(sla)
+    return b, conf_text(rng.choice(("enqueue, allocate", "enqueue, allocate, backfill")), tiers)
+
+
 _FAMILY_BUILDERS: dict[str, Callable[[random.Random], tuple[Builder, str]]] = {
     "allocate": _allocate, "enqueue": _enqueue, "preempt": _preempt, "reclaim": _reclaim,
     "capacity": _capacity, "backfill": _backfill, "confs": _confs, "tdm": _tdm, "task-topology": _task_topology,
-    "usage": _usage, "resourcequota": _resourcequota,
+    "usage": _usage, "resourcequota": _resourcequota, "sla": _sla,
 }
 
 
