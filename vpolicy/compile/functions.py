@@ -131,8 +131,8 @@ def water_fill(queues: list[Any], cluster_total: Resources, caps: Mapping[Any, R
 
     The arithmetic is Volcano's: float64 with its 0.1-milli-unit epsilon. That matters for termination
     (exact fractions can approach a clamp geometrically for ever; floats stop moving) and for results.
-    Each deserved value d is returned as the integer floor(d + 0.1), so `x <= deserved` for an integer
-    request x answers as Volcano's epsilon comparison does.
+    Each deserved value is returned as the float64 Volcano computes (weight ratio first, then the
+    product, as Resource.Multi), not rounded: allocatable compares strictly against it.
     """
     eps = 0.1
 
@@ -158,7 +158,8 @@ def water_fill(queues: list[Any], cluster_total: Resources, caps: Mapping[Any, R
         decreased: dict[str, float] = {}
         for q in active:
             old = dict(deserved[q])
-            new = {k: old.get(k, 0.0) + v * q.weight / weight for k, v in remaining.items()}
+            ratio = q.weight / weight  # Go: remaining.Multi(float64(weight) / float64(totalWeight))
+            new = {k: old.get(k, 0.0) + v * ratio for k, v in remaining.items()}
             if q in caps:
                 new = clamp(new, caps[q], unlimited_missing=True)
             new = clamp(new, requests.get(q, ZERO), unlimited_missing=False)
@@ -179,7 +180,15 @@ def water_fill(queues: list[Any], cluster_total: Resources, caps: Mapping[Any, R
         empty = all(v < eps for k, v in remaining.items() if k != PODS)
         if empty or remaining == old_remaining:
             break
-    return {q: Resources({k: int(math.floor(v + eps)) for k, v in d.items()}) for q, d in deserved.items()}
+    # float values in a Resources (typed as int amounts): only proportion's comparisons and shares read them
+    return {q: Resources({k: _exact(v) for k, v in d.items()}) for q, d in deserved.items()}  # type: ignore[arg-type]
+
+
+def _exact(value: float) -> float | int:
+    """A deserved amount as Volcano holds it: the float64 itself (an int when it is one), so a strict
+    comparison (`le_on`, Volcano's LessEqualWithDimension) and an epsilon one (`le`, LessEqual with its
+    0.1 minimum) both answer as Volcano's do, and a share divides by the same number."""
+    return int(value) if value.is_integer() else value
 
 
 def _argument_placeholder(key: str, default: float) -> float:  # replaced per module at lowering time

@@ -173,9 +173,11 @@ class Resources(_MappingBase):
 
     # Comparisons (Volcano's flavours) ------------------------------------------------------------
     def le(self, other: Mapping[str, int]) -> bool:
-        """Every dimension of self <= other's, a missing dimension counting as zero on both sides."""
+        """Every dimension of self <= other's, a missing dimension counting as zero on both sides, equal
+        within 0.1 (Volcano's LessEqual with minResource: the same as <= between integers, and right
+        against a float64 such as proportion's deserved)."""
         names = set(self._v) | set(other)
-        return all(self._v.get(k, 0) <= other.get(k, 0) for k in names)
+        return all(self._v.get(k, 0) < other.get(k, 0) + 0.1 for k in names)
 
     def le_on_dims_of(self, other: Mapping[str, int], dims: Iterable[str]) -> bool:
         """self <= other on the given dimensions only (Volcano's LessEqualWithDimension)."""
