@@ -13,9 +13,14 @@ point the victims are evicted on trial and every pending task pipelined (allocat
 FutureIdle fit, best node by the policy's scores); the attempt stands only when the job is then
 pipelined, else it is undone and the next bundle added.
 
-Deliberately left out, as this engine has no HyperNodes or sub-jobs here: Volcano's candidate domains
-(`maxDomains`) are the whole cluster, a job is one sub-job, and a hard network topology is not
-searched.
+Domains (Volcano main's GetCandidateDomains): a job whose PodGroup has a hard networkTopology looks for
+room domain by domain, inside the HyperNodes its `hypernode_gradient` rules allow (only those whose
+allocatable covers its minResources, unless it already runs somewhere), the widest tier first and by
+name within a tier, at most the action's `maxDomains` (default 8) of them; victims, the room counted
+and the nodes its tasks are pipelined to all lie inside the domain, and the first domain where the job
+ends pipelined wins. Every other job has one domain, the whole cluster. Left out: a hard sub-group is
+not searched for its own domain inside the job's (its tasks go anywhere in the domain), and the
+plugin's `hypernode.gradient.evict.max-hypernodes` is taken at its default (8).
 """
 from __future__ import annotations
 
@@ -24,15 +29,21 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Callable
 
+import numpy as np
+
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.placement import fits
-from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
+from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
+from vpolicy.model import hypernodes as hn
 from vpolicy.model.resources import PODS, Resources, ZERO, total
 from vpolicy.model.snapshot import ALLOCATED_STATUSES, PREEMPTABLE_KEY, TaskStatus
 
 SAFE, WHOLE = 0, 1
 ALLOW_WHOLE_BUNDLE = "allowWholeBundle"  # the actions' argument: may whole-job bundles be taken
+MAX_DOMAINS = "maxDomains"  # the actions' argument: how many HyperNode domains a hard-topology job tries
+DEFAULT_MAX_DOMAINS = 8
+EVICT_MAX_HYPERNODES = 8  # network-topology-aware's hypernode.gradient.evict.max-hypernodes default
 
 
 @dataclass(slots=True)
@@ -49,6 +60,48 @@ def allow_whole_bundle(ctx: ActionContext, action: str) -> bool:
     default, as Volcano's GetBool does."""
     value = ctx.action_arguments.get(action, {}).get(ALLOW_WHOLE_BUNDLE)
     return value if isinstance(value, bool) else True
+
+
+def max_domains(ctx: ActionContext, action: str) -> int:
+    """The action's `maxDomains` argument (default 8; 0 or less: no limit, as PickDomainsFromGradients)."""
+    value = ctx.action_arguments.get(action, {}).get(MAX_DOMAINS)
+    return value if isinstance(value, int) and not isinstance(value, bool) else DEFAULT_MAX_DOMAINS
+
+
+def candidate_domains(ctx: ActionContext, job: JobInfo, action: str) -> list[str]:
+    """The domains the job looks for room in, in order (see the module docstring): the whole cluster
+    unless the job has a hard networkTopology on a cluster with HyperNodes and `hypernode_gradient`
+    rules; then possibly none."""
+    rt, topo = ctx.runtime, ctx.state.topology
+    rules = rt.rules("hypernode_gradient")
+    if not topo.enabled or job.topology_mode != "hard" or not rules:
+        return [hn.CLUSTER_ROOT]
+    by_tier: dict[int, list[str]] = {}
+    for name in topo.tree.descendants(hn.CLUSTER_ROOT):
+        info = topo.info(name)
+        if not all(rt.ask(rule, job, info) for rule in rules):
+            continue
+        if not job.allocated_hypernode and job.has_min_resources and not fits(job.min_resources, info.allocatable):
+            continue  # too small for the gang even empty
+        by_tier.setdefault(info.tier, []).append(name)
+    out: list[str] = []
+    for tier in sorted(by_tier, reverse=True):  # the widest domains first (reverseAndCapEvictionGradients)
+        names = sorted(by_tier[tier])
+        room = EVICT_MAX_HYPERNODES - len(out)
+        out.extend(names if len(names) <= room else names[len(names) - room:])
+        if len(out) >= EVICT_MAX_HYPERNODES:
+            break
+    cap = max_domains(ctx, action)
+    return out[:cap] if cap > 0 else out
+
+
+def domain_nodes(ctx: ActionContext, domain: str) -> list[NodeInfo]:
+    """The domain's Ready nodes in snapshot order (all of them for the whole cluster)."""
+    nodes = list(ctx.state.nodes.values())
+    if domain == hn.CLUSTER_ROOT:
+        return nodes
+    members = ctx.state.topology.info(domain).node_set
+    return [n for n in nodes if n.name in members]
 
 
 def starving_jobs(ctx: ActionContext) -> tuple[list[QueueInfo], dict[str, list[JobInfo]]]:
@@ -150,11 +203,17 @@ def allowed_bundles(bundles: list[Bundle], allowed: set[str], *, allow_whole: bo
 
 
 def place_with_victims(ctx: ActionContext, stmt: Statement, job: JobInfo, queue: QueueInfo, bundles: list[Bundle],
-                       pending: list[TaskInfo], *, action: str) -> bool:
+                       pending: list[TaskInfo], *, action: str, nodes: list[NodeInfo] | None = None) -> bool:
     """Take bundles cumulatively; once they could cover the demand, try evicting them all and pipelining
-    every pending task. The first attempt that leaves the job pipelined stays in `stmt`."""
+    every pending task. The first attempt that leaves the job pipelined stays in `stmt`. `nodes`: the
+    domain's (the whole cluster when None): the room counted and where the tasks may go."""
     need = total(t.resreq for t in pending)
-    nodes = list(ctx.state.nodes.values())
+    within: np.ndarray | None = None
+    if nodes is None:
+        nodes = list(ctx.state.nodes.values())
+    elif len(nodes) < len(ctx.state.nodes):
+        within = np.zeros(len(ctx.state.nodes), dtype=bool)
+        within[[ctx.placement.arrays.row[n.name] for n in nodes]] = True
     room = total(n.idle + n.releasing for n in nodes)
     chosen: list[TaskInfo] = []
     for bundle in bundles:
@@ -162,7 +221,7 @@ def place_with_victims(ctx: ActionContext, stmt: Statement, job: JobInfo, queue:
         if not fits(need, room + total(t.resreq for t in chosen)):
             continue
         trial = ctx.statement()
-        if _nominate(ctx, trial, job, queue, chosen, pending, action=action):
+        if _nominate(ctx, trial, job, queue, chosen, pending, action=action, within=within):
             stmt.merge(trial)
             return True
         trial.discard()
@@ -170,7 +229,7 @@ def place_with_victims(ctx: ActionContext, stmt: Statement, job: JobInfo, queue:
 
 
 def _nominate(ctx: ActionContext, trial: Statement, job: JobInfo, queue: QueueInfo, victims: list[TaskInfo],
-              pending: list[TaskInfo], *, action: str) -> bool:
+              pending: list[TaskInfo], *, action: str, within: np.ndarray | None = None) -> bool:
     """BuildNominationPlanInDomain for one domain and one sub-job: evict, then pipeline each task."""
     rt, placement = ctx.runtime, ctx.placement
     rules = rt.rules("evictable")
@@ -184,6 +243,8 @@ def _nominate(ctx: ActionContext, trial: Statement, job: JobInfo, queue: QueueIn
         if not rt.allocatable(queue, task):
             return False
         rows = placement.preempt_rows(task)
+        if within is not None:
+            rows = rows[within[rows]]
         candidates = [n for n in (placement.node_list[r] for r in rows.tolist())
                       if fits(task.resreq, n.future_idle) and rt.predicate(task, n) is None]
         if not candidates:
@@ -214,10 +275,12 @@ def _against(res: Resources, need: Resources, *, cap: bool) -> float:
     return score
 
 
-def candidate_bundles(ctx: ActionContext, keep: Callable[[TaskInfo], bool]) -> list[Bundle]:
-    """The bundles of every job with candidate victims `keep` accepts (candidates in node order)."""
+def candidate_bundles(ctx: ActionContext, keep: Callable[[TaskInfo], bool],
+                      nodes: list[NodeInfo] | None = None) -> list[Bundle]:
+    """The bundles of every job with candidate victims `keep` accepts on `nodes` (all nodes when None;
+    candidates in node order)."""
     by_job: dict[str, tuple[JobInfo, list[TaskInfo]]] = {}
-    for node in ctx.state.nodes.values():
+    for node in ctx.state.nodes.values() if nodes is None else nodes:
         for t in node.tasks:
             if t.job is not None and keep(t):
                 by_job.setdefault(t.job.key, (t.job, []))[1].append(t)

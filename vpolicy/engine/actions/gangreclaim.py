@@ -2,10 +2,12 @@
 (Volcano's gangreclaim action; the shared bundle logic is `gang_evict`).
 
 Queues in queue order, overused ones skipped; in each, its starving jobs in job order, when the queue
-may reclaim for their pending tasks (`preemptive`). Candidate victims are Running, preemptable tasks of
-other queues' jobs whose queue is reclaimable and whose PodGroup does not refuse preemption; bundles of
-one queue versus another follow the victim-queue order. The statement is committed only when the job
-is then pipelined.
+may reclaim for their pending tasks (`preemptive`). A job looks for room domain by domain
+(`gang_evict.candidate_domains`: the whole cluster, or for a hard-topology job the HyperNodes it may
+use); in each, candidate victims are Running, preemptable tasks on the domain's nodes of other queues'
+jobs whose queue is reclaimable and whose PodGroup does not refuse preemption; bundles of one queue
+versus another follow the victim-queue order. The statement is committed only when the job is then
+pipelined, and a job that got room comes back for another turn (Volcano pushes it back).
 """
 from __future__ import annotations
 
@@ -33,19 +35,22 @@ def run(ctx: ActionContext) -> None:
         while not jobs.empty():
             job = jobs.pop()
             stmt = ctx.statement()
-            _reclaim_for(ctx, stmt, queue, job, allow_whole=allow_whole)
+            assigned = _reclaim_for(ctx, stmt, queue, job, allow_whole=allow_whole)
             if rt.job_pipelined(job):
                 stmt.commit()
+                if assigned:
+                    jobs.push(job)
             else:
                 stmt.discard()
 
 
 def _reclaim_for(ctx: ActionContext, stmt: Statement, queue: QueueInfo, job: JobInfo, *,
-                 allow_whole: bool) -> None:
+                 allow_whole: bool) -> bool:
+    """Whether room was found for the job in one of its domains (the evictions and pipelines in `stmt`)."""
     rt = ctx.runtime
     pending = gang_evict.pending_demand(ctx, job)
     if not pending or not rt.job_starving(job) or not all(rt.preemptive(queue, t) for t in pending):
-        return
+        return False
 
     def candidate(t: TaskInfo) -> bool:
         victim = t.job
@@ -53,9 +58,6 @@ def _reclaim_for(ctx: ActionContext, stmt: Statement, queue: QueueInfo, job: Job
                 and victim.queue is not job.queue and victim.queue.reclaimable
                 and gang_evict.gang_evictable_job(victim))
 
-    bundles = gang_evict.candidate_bundles(ctx, candidate)
-    if not bundles:
-        return
     need = total(t.resreq for t in pending)
 
     def victim_first(a: gang_evict.Bundle, b: gang_evict.Bundle) -> bool:
@@ -63,10 +65,19 @@ def _reclaim_for(ctx: ActionContext, stmt: Statement, queue: QueueInfo, job: Job
             return False  # not told apart: the next criterion decides
         return rt.victim_queue_before(a.job.queue, b.job.queue, queue)
 
-    ordered = gang_evict.sort_bundles(bundles, need, victim_first)
-    flat = [t for b in ordered for t in b.tasks]
-    allowed = {t.uid for t in rt.evictable(ACTION, job, flat)}
-    valid = gang_evict.allowed_bundles(ordered, allowed, allow_whole=allow_whole)
-    if valid:
-        gang_evict.place_with_victims(ctx, stmt, job, queue, gang_evict.sort_bundles(valid, need, victim_first),
-                                      pending, action=ACTION)
+    for domain in gang_evict.candidate_domains(ctx, job, ACTION):
+        if not rt.job_starving(job):
+            break
+        nodes = gang_evict.domain_nodes(ctx, domain)
+        bundles = gang_evict.candidate_bundles(ctx, candidate, nodes) if nodes else []
+        if not bundles:
+            continue
+        ordered = gang_evict.sort_bundles(bundles, need, victim_first)
+        flat = [t for b in ordered for t in b.tasks]
+        allowed = {t.uid for t in rt.evictable(ACTION, job, flat)}
+        valid = gang_evict.allowed_bundles(ordered, allowed, allow_whole=allow_whole)
+        if valid and gang_evict.place_with_victims(ctx, stmt, job, queue,
+                                                   gang_evict.sort_bundles(valid, need, victim_first),
+                                                   pending, action=ACTION, nodes=nodes):
+            return True
+    return False
