@@ -171,6 +171,7 @@ class Scheduler:
         # when each `every` rule last ran (tdm's evict period, rescheduling's interval): process-wide, as
         # Volcano keeps lastEvictAt and util's last-executed times
         self.rule_runs: dict[str, float] = {}
+        self.started = wall()  # `every ... from start` rules count their first period from here
         # numa-aware's CPUs and GPUs of pods bound by earlier sessions that their nodes' Numatopologies do
         # not show yet: process-wide, as Volcano's cache keeps them (OnSessionClose -> UpdateSchedulerNumaInfo)
         self.numa_holds: tuple[NumaHold, ...] = ()
@@ -237,7 +238,8 @@ class Scheduler:
             now = self.wall()
             result = vpolicy.run_session(snapshot, self.policy.get(), now=now,
                                          scheduler_names=(self.settings.scheduler_name,),
-                                         last_runs=self.rule_runs, timezone=local_zone(now))
+                                         last_runs=self.rule_runs, timezone=local_zone(now),
+                                         started=self.started)
         except Exception:  # noqa: BLE001  # reason: one failed session must not end the scheduler
             log.exception("session failed")
             self.metrics.sessions.labels(result="error").inc()

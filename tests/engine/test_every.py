@@ -1,6 +1,7 @@
 """`every S` on a victim_tasks rule: Volcano's process-wide throttles (tdm's lastEvictAt, rescheduling's
-util.IsToBeExecuted) as sessions that hand their run times to the next one (`Decisions.rule_runs` ->
-`run_session(last_runs=...)`), the way the live scheduler carries them."""
+lastRescheduleTime) as sessions that hand their run times to the next one (`Decisions.rule_runs` ->
+`run_session(last_runs=...)`), the way the live scheduler carries them; `from start` counts the first
+period from the scheduler's start (`run_session(started=...)`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -56,3 +57,28 @@ def test_every_cannot_read_the_rules_arguments() -> None:
     found = check.check_module(parse.parse_text("plugin p\nrule r: victim_tasks(tasks) = tasks\n    every len(tasks)\n",
                                                 "p.vpol"))
     assert [(d.code, d.span.line) for d in found] == [("check.unknown-name", 3)]
+
+
+RESCHEDULING = ROOT / "policies" / "tests" / "rescheduling" / "low-node-utilization-moves-pods-off-the-hot-node.yaml"
+
+
+def test_rescheduling_first_runs_an_interval_after_the_scheduler_started() -> None:
+    """rescheduling_util.go: lastRescheduleTime is the process start, interval 1m in this conf."""
+    loaded = load_scenario(RESCHEDULING)
+
+    def evicted(now: float, started: float | None, runs: dict[str, float]) -> list[str]:
+        result = run_session(loaded.cluster, loaded.policy, now=now, started=started, last_runs=runs)
+        return sorted(e.pod for e in result.decisions.evictions)
+    assert evicted(NOON, None, {}) == []  # a fresh scheduler's first session
+    assert evicted(NOON, NOON - 30, {}) == []  # half an interval after the start
+    assert evicted(NOON, NOON - 61, {}) == ["ns1/j-a", "ns1/j-b"]
+    assert evicted(NOON, NOON - 3600, {"rescheduling.low_node_utilization": NOON - 30}) == []
+
+
+def test_from_start_is_written_back_by_fmt() -> None:
+    from vpolicy.lang import fmt
+
+    text = "plugin p\n\nrule r: victim_tasks(tasks) = tasks\n    every 60 from start\n"
+    module = parse.parse_text(text, "p.vpol")
+    assert module.decls[0].every_from_start  # type: ignore[union-attr]
+    assert fmt.format_module(module) == text

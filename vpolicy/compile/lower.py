@@ -47,6 +47,7 @@ class CompiledRule:
     # `every S`: the period, in seconds of the session clock, that the rule runs at most once in
     # (a session constant; `engine.runtime.Runtime` keeps the times it ran across sessions)
     every: evaluate.Closure | None = None
+    every_from_start: bool = False  # `every S from start`: the first period runs from the scheduler's start
     # Node rules (predicate, node_order) batched over nodes, or None when only the scalar form exists.
     vector: vectorize.VClosure | None = None
     # What the rule's answer depends on: "static" = the task's spec and the node's fixed fields (cache
@@ -265,7 +266,7 @@ class _Lowerer:
             reason=text(decl.reason), message=text(decl.message), unresolvable=decl.unresolvable,
             normalize_weight=weight, normalize_reverse=bool(decl.normalize and decl.normalize.reverse),
             normalize_mode=decl.normalize.mode if decl.normalize is not None else "",
-            every=every,
+            every=every, every_from_start=decl.every_from_start,
             order_keys=tuple(OrderKey(t, self._compile(t), descending) for t, descending in keys or ()))
 
     # expressions ---------------------------------------------------------------------------------

@@ -184,7 +184,8 @@ class JobInvalid:
 
 class Runtime:
     def __init__(self, tiers: Sequence[Sequence[PluginInstance]], state: SessionState, *, now: float = 0.0,
-                 last_runs: Mapping[str, float] | None = None, timezone: tzinfo | None = None):
+                 last_runs: Mapping[str, float] | None = None, timezone: tzinfo | None = None,
+                 started: float | None = None):
         self.tiers = [list(t) for t in tiers]
         self.state = state
         # `$tz`: the zone `time_of_day` reads the session clock in (compile.functions.time_of_day)
@@ -196,6 +197,9 @@ class Runtime:
         # the ones that ran in this session (the caller carries them into the next session's last_runs)
         self.last_runs: Mapping[str, float] = last_runs or {}
         self.ran: dict[str, float] = {}
+        # when the scheduler started (`every ... from start` rules count their first period from it);
+        # None: this session is a fresh scheduler's first
+        self.started = now if started is None else started
         self.calls = 0
         counts = _COVERAGE.get()
         if counts is not None:  # an instance attribute, so the class's plain `_call` stays as fast when off
@@ -559,11 +563,15 @@ class Runtime:
 
     def _due(self, rule: CompiledRule) -> bool:
         """Whether an `every` rule runs in this session: never ran in this process, or ran at least its
-        period ago (Volcano's `lastEvictAt.Add(period).After(now)` skips); running it records the time."""
+        period ago (Volcano's `lastEvictAt.Add(period).After(now)` skips); running it records the time.
+        A `from start` rule that never ran counts from the scheduler's start (rescheduling's
+        lastRescheduleTime, set when the process starts)."""
         assert rule.every is not None
         now = float(self.env["$now"])
         key = rule.label.rule_id
         last = self.ran.get(key, self.last_runs.get(key))
+        if last is None and rule.every_from_start:
+            last = self.started
         if last is not None and now < last + float(rule.every(dict(self.env))):
             return False
         self.ran[key] = now

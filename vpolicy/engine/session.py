@@ -62,16 +62,17 @@ class SessionResult:
 def run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float = 0.0,
                 solver_budget_s: float = 0.1, scheduler_names: tuple[str, ...] = ("volcano",),
                 mode: str | None = None, last_runs: Mapping[str, float] | None = None,
-                timezone: tzinfo | None = None) -> SessionResult:
+                timezone: tzinfo | None = None, started: float | None = None) -> SessionResult:
     """Run one session. `solver_budget_s` bounds the post-action gang feasibility checks (0 = none);
     pending pods are scheduled when their schedulerName is one of `scheduler_names` (or unset);
     `mode` ("volcano" or "optimize") overrides the policy's own. `last_runs`: when each `every` rule
     last ran in this scheduler (the previous sessions' `Decisions.rule_runs`; none: never). `timezone`:
-    the zone `time_of_day` reads the clock in (Volcano: the scheduler's local time; default UTC)."""
+    the zone `time_of_day` reads the clock in (Volcano: the scheduler's local time; default UTC).
+    `started`: when the scheduler started (`every ... from start` rules; none: at `now`, a fresh one)."""
     with _collector_paused():
         return _run_session(snapshot, policy, now=now, solver_budget_s=solver_budget_s,
                             scheduler_names=scheduler_names, mode=mode, last_runs=last_runs,
-                            timezone=timezone)
+                            timezone=timezone, scheduler_started=started)
 
 
 @contextmanager
@@ -98,10 +99,11 @@ def _collector_paused() -> Iterator[None]:
 
 def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float, solver_budget_s: float,
                  scheduler_names: tuple[str, ...], mode: str | None, last_runs: Mapping[str, float] | None,
-                 timezone: tzinfo | None) -> SessionResult:
+                 timezone: tzinfo | None, scheduler_started: float | None) -> SessionResult:
     started = time.perf_counter()
     state = SessionState(snapshot, scheduler_names=scheduler_names)
-    runtime = Runtime(policy.tiers, state, now=now, last_runs=last_runs, timezone=timezone)
+    runtime = Runtime(policy.tiers, state, now=now, last_runs=last_runs, timezone=timezone,
+                      started=scheduler_started)
     outcome = Outcome()
     ctx = ActionContext(runtime, state, Placement(runtime, state), outcome, policy.actions,
                         mode=optimize.check_mode(mode or policy.mode), action_arguments=policy.action_arguments)

@@ -240,8 +240,10 @@ class Rule:
     name_span: Span = _span()
     callback_span: Span = _span()
     # `every SECONDS`: the rule runs at most once per this many seconds of the session clock in one
-    # scheduler process (Volcano's process-wide throttles: tdm's evict period, rescheduling's interval)
+    # scheduler process (Volcano's process-wide throttles: tdm's evict period, rescheduling's interval);
+    # `every SECONDS from start`: and the first period runs from the scheduler's start
     every: Expr | None = None
+    every_from_start: bool = False
 
 
 @dataclass(frozen=True, slots=True)

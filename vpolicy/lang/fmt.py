@@ -103,7 +103,8 @@ def _decl(decl: ast.Decl) -> L.Doc:
             if clause is not None:
                 clauses.append(f"{word} {_interp(clause)}")
         if decl.every is not None:
-            clauses.append(L.concat("every ", L.align(_expr(decl.every, _SUM))))
+            clauses.append(L.concat("every ", L.align(_expr(decl.every, _SUM)),
+                                    " from start" if decl.every_from_start else ""))
         lines = [L.concat(L.hardline, c) for c in clauses]
         return L.concat(_with_body(head, decl.body), L.nest(INDENT, L.concat(*lines)))
     if isinstance(decl, ast.Property):

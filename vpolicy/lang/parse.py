@@ -352,7 +352,8 @@ class _Builder(Transformer[Token, object]):
         assert normalize is None or isinstance(normalize, ast.Normalize)
         return ast.Rule(str(name), str(callback), _binders(params) or (), _expr(body),
                         reason=reason, message=message, unresolvable="unresolvable" in seen, normalize=normalize,
-                        every=_expr(seen["every"].value) if "every" in seen else None,
+                        every=_expr(seen["every"].value[0]) if "every" in seen else None,
+                        every_from_start="every" in seen and seen["every"].value[1],
                         doc=self.doc_above(meta), span=self.span(meta),
                         name_span=self.tok_span(name), callback_span=self.tok_span(callback))
 
@@ -373,7 +374,7 @@ class _Builder(Transformer[Token, object]):
         return _Opt("message", self.interp(ch[0]), self.span(meta))
 
     def every(self, meta: Meta, ch: list[object]) -> _Opt:
-        return _Opt("every", ch[0], self.span(meta))
+        return _Opt("every", (ch[0], ch[1] is not None), self.span(meta))
 
     def property(self, meta: Meta, ch: list[object]) -> ast.Property:
         name, body = ch
