@@ -35,7 +35,7 @@ TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect":
 PRIORITY_CLASSES = (("low", 10), ("normal", 100), ("high", 1000))
 
 FAMILIES = ("allocate", "enqueue", "preempt", "reclaim", "capacity", "backfill", "confs", "tdm", "task-topology",
-            "usage", "resourcequota", "sla")
+            "usage", "resourcequota", "sla", "rescheduling")
 
 
 @dataclass
@@ -685,10 +685,46 @@ def _sla(rng: random.Random) -> tuple[Builder, str]:
     return b, conf_text(rng.choice(("enqueue, allocate", "enqueue, allocate, backfill")), tiers)
 
 
+def _rescheduling(rng: random.Random) -> tuple[Builder, str]:
+    """Nodes with measured load (as the usage family), running pods of distinct priorities, best-effort or
+    not, and shuffle with lowNodeUtilization (its thresholds drawn, `metricsPeriod: 10m` most of the time:
+    under the default 5m Volcano reads no usage at all; `interval: 0s`, due at once: Volcano counts the
+    first interval from the process's start, which for the oracle is this case)."""
+    b = Builder(rng)
+    loads = rng.sample(range(0, 100), 8)
+    for i, (cpu, mem) in enumerate(distinct_sizes(rng, rng.randint(2, 4), cpu_range=(4, 12), mem_range=(8, 24))):
+        b.node(cpu, mem, pods=12)
+        b.nodes[-1]["metadata"]["annotations"] = {
+            "usage.volcano.sh/cpu-usage-avg": str(loads[2 * i]), "usage.volcano.sh/mem-usage-avg": str(loads[2 * i + 1]),
+            "usage.volcano.sh/metrics-time": USAGE_FRESH}
+    queue = b.queue("q0")
+    priorities = rng.sample(range(1, 1000), 24)
+    for _ in range(rng.randint(1, 2)):
+        pg = b.podgroup(queue, 1, phase="Running", priority_class="low")
+        for node in b.nodes:
+            name = node["metadata"]["name"]
+            for _ in range(rng.randint(0, 3)):
+                best_effort = rng.random() < 0.15
+                cpu, mem = (0, 0) if best_effort else (rng.randint(1, 6) * 250, rng.randint(1, 6) * 512)
+                if priorities and b.fits(name, cpu, mem):
+                    pod = b.pod(pg, cpu, mem, node=name, phase="Running", priority=priorities.pop())
+                    pod["status"]["startTime"] = "1969-12-31T00:00:00Z"
+    low, high = rng.randint(10, 40), rng.randint(50, 90)
+    arguments: dict[str, Any] = {"interval": "0s", "strategies": [  # 0s: due at once in a fresh process
+        {"name": "lowNodeUtilization", "params": {"thresholds": {"cpu": low, "memory": low + rng.randint(0, 10)},
+                                                  "targetThresholds": {"cpu": high, "memory": high}}}]}
+    # always written: Volcano keeps MetricsPeriod in a package variable that an unset argument leaves as
+    # the previous conf set it, and the oracle runs many cases in one process
+    arguments["metricsPeriod"] = "10m" if rng.random() < 0.85 else "5m"
+    tiers: list[list[str | tuple[str, dict[str, Any]]]] = [
+        ["priority", "gang", "conformance"], ["predicates", "proportion", "nodeorder", ("rescheduling", {"arguments": arguments})]]
+    return b, conf_text(rng.choice(("enqueue, allocate, shuffle", "shuffle")), tiers)
+
+
 _FAMILY_BUILDERS: dict[str, Callable[[random.Random], tuple[Builder, str]]] = {
     "allocate": _allocate, "enqueue": _enqueue, "preempt": _preempt, "reclaim": _reclaim,
     "capacity": _capacity, "backfill": _backfill, "confs": _confs, "tdm": _tdm, "task-topology": _task_topology,
-    "usage": _usage, "resourcequota": _resourcequota, "sla": _sla,
+    "usage": _usage, "resourcequota": _resourcequota, "sla": _sla, "rescheduling": _rescheduling,
 }
 
 
