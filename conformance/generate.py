@@ -695,7 +695,8 @@ def _rescheduling(rng: random.Random) -> tuple[Builder, str]:
     for i, (cpu, mem) in enumerate(distinct_sizes(rng, rng.randint(2, 4), cpu_range=(4, 12), mem_range=(8, 24))):
         b.node(cpu, mem, pods=12)
         b.nodes[-1]["metadata"]["annotations"] = {
-            "usage.volcano.sh/cpu-usage-avg": str(loads[2 * i]), "usage.volcano.sh/mem-usage-avg": str(loads[2 * i + 1]),
+            "usage.volcano.sh/cpu-usage-avg": str(loads[2 * i]),
+            "usage.volcano.sh/mem-usage-avg": str(loads[2 * i + 1]),
             "usage.volcano.sh/metrics-time": USAGE_FRESH}
     queue = b.queue("q0")
     priorities = rng.sample(range(1, 1000), 24)
@@ -717,7 +718,8 @@ def _rescheduling(rng: random.Random) -> tuple[Builder, str]:
     # the previous conf set it, and the oracle runs many cases in one process
     arguments["metricsPeriod"] = "10m" if rng.random() < 0.85 else "5m"
     tiers: list[list[str | tuple[str, dict[str, Any]]]] = [
-        ["priority", "gang", "conformance"], ["predicates", "proportion", "nodeorder", ("rescheduling", {"arguments": arguments})]]
+        ["priority", "gang", "conformance"],
+        ["predicates", "proportion", "nodeorder", ("rescheduling", {"arguments": arguments})]]
     return b, conf_text(rng.choice(("enqueue, allocate, shuffle", "shuffle")), tiers)
 
 

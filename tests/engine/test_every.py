@@ -48,7 +48,8 @@ def test_the_period_follows_the_conf() -> None:
 
 
 def test_every_is_only_for_victim_tasks_rules() -> None:
-    found = check.check_module(parse.parse_text("plugin p\nrule r: predicate(task, node) = true\n    every 60\n", "p.vpol"))
+    found = check.check_module(parse.parse_text("plugin p\nrule r: predicate(task, node) = true\n    every 60\n",
+                                                "p.vpol"))
     assert [(d.code, d.span.line) for d in found] == [("check.misplaced-clause", 3)]
     assert "'every' is only for victim_tasks rules" in found[0].message
 
