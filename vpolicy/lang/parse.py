@@ -350,10 +350,11 @@ class _Builder(Transformer[Token, object]):
         assert reason is None or isinstance(reason, ast.Interp)
         assert message is None or isinstance(message, ast.Interp)
         assert normalize is None or isinstance(normalize, ast.Normalize)
+        every = seen["every"].value if "every" in seen else (None, False)
+        assert isinstance(every, tuple)
         return ast.Rule(str(name), str(callback), _binders(params) or (), _expr(body),
                         reason=reason, message=message, unresolvable="unresolvable" in seen, normalize=normalize,
-                        every=_expr(seen["every"].value[0]) if "every" in seen else None,
-                        every_from_start="every" in seen and seen["every"].value[1],
+                        every=_expr(every[0]) if every[0] is not None else None, every_from_start=bool(every[1]),
                         doc=self.doc_above(meta), span=self.span(meta),
                         name_span=self.tok_span(name), callback_span=self.tok_span(callback))
 
