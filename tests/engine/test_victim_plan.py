@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from vpolicy.engine.state import NodeInfo, SessionState, TaskInfo
 from vpolicy.engine.victim_plan import Option, VictimPlan, plan_victims
 from vpolicy.model.resources import Resources
@@ -99,3 +102,59 @@ def test_room_already_free_costs_nothing() -> None:
     plan = plan_victims([tasks["p-0"]], lambda p: [Option(empty, ()), *_everything_allowed(state)(p)],
                         gpus=_gpus, budgets={}, floors={}, time_limit=10)
     assert plan is not None and _evicted(plan) == set() and plan.node_of == {tasks["p-0"].uid: "n2"}
+
+
+def _cluster(layout: list[list[int]], asks: list[int]) -> SessionState:
+    """Nodes of 8 GPUs, node i full of running 1/2/4/8-GPU pods of `layout[i]` (one job per pod, low
+    priority, one queue); one pending preemptor per entry of `asks`, of its GPUs."""
+    pods = [running(f"v{i}-{j}", f"v{i}-{j}", f"n{i}", gpu=g * 1000, cpu=0, memory=0)
+            for i, sizes in enumerate(layout) for j, g in enumerate(sizes)]
+    pods += [pod(f"p-{k}", "p", gpu=g * 1000, cpu=0, memory=0, priority=100) for k, g in enumerate(asks)]
+    groups = [podgroup(p.group, phase=PodGroupPhase.RUNNING) for p in pods if p.node_name]
+    nodes = [node(f"n{i}", cpu=32_000, memory=64 * GIB, gpu=8000) for i in range(len(layout))]
+    return SessionState(snapshot(nodes=nodes, podgroups=[*groups, podgroup("p", min_member=len(asks))], pods=pods))
+
+
+def test_alike_preemptors_go_to_as_many_nodes_as_they_need() -> None:
+    """Three 8-GPU preemptors with the same options are one group of the program, a count per node;
+    each still gets a node of its own, the three where one 8-GPU pod makes the room."""
+    state = _cluster([[8], [4, 4], [8], [2, 2, 2, 2], [8]], [8, 8, 8])
+    tasks = _tasks(state)
+    preemptors = [tasks[f"p-{k}"] for k in range(3)]
+    plan = plan_victims(preemptors, _everything_allowed(state), gpus=_gpus, budgets={}, floors={}, time_limit=10)
+    assert plan is not None
+    assert sorted(plan.node_of[p.uid] for p in preemptors) == ["n0", "n2", "n4"]
+    assert _evicted(plan) == {"v0-0", "v2-0", "v4-0"}
+
+
+@settings(max_examples=25, deadline=None)
+@given(layout=st.lists(st.lists(st.sampled_from([1, 2, 4]), min_size=1, max_size=4).filter(lambda s: sum(s) <= 8),
+                       min_size=1, max_size=5),
+       asks=st.lists(st.sampled_from([2, 4, 8]), min_size=1, max_size=4))
+def test_grouping_alike_preemptors_changes_nothing_the_plan_evicts(layout: list[list[int]], asks: list[int]) -> None:
+    """Whether alike preemptors are one group (their options one list) or each its own (the same options
+    listed in another order for every other one), the program finds a plan exactly when the other does,
+    and evicts the same number of GPU pods and GPUs."""
+    state = _cluster(layout, asks)
+    tasks = _tasks(state)
+    preemptors = [tasks[f"p-{k}"] for k in range(len(asks))]
+    shared = _everything_allowed(state)
+
+    def apart(p: TaskInfo) -> list[Option]:
+        found = shared(p)
+        return found[::-1] if preemptors.index(p) % 2 else found
+
+    def cost(plan: VictimPlan | None) -> tuple[int, int] | None:
+        if plan is None:
+            return None
+        victims = [v for vs in plan.victims_on.values() for v in vs]
+        return sum(1 for v in victims if _gpus(v)), sum(_gpus(v) for v in victims)
+
+    grouped = plan_victims(preemptors, shared, gpus=_gpus, budgets={}, floors={}, time_limit=10)
+    single = plan_victims(preemptors, apart, gpus=_gpus, budgets={}, floors={}, time_limit=10)
+    assert cost(grouped) == cost(single)
+    if grouped is not None:
+        for name in {grouped.node_of[p.uid] for p in preemptors}:  # the planned room holds the preemptors
+            here = sum(_gpus(p) for p in preemptors if grouped.node_of[p.uid] == name)
+            free = 8 - sum(_gpus(t) for t in state.nodes[name].tasks) + sum(_gpus(v) for v in grouped.victims_on.get(name, ()))
+            assert here <= free

@@ -26,7 +26,7 @@ def _room(node: Any) -> int:
     return int(node.free)
 
 
-def _keep(found: list[Option], limit: int, keep: str | None = None, need: int = 4) -> list[str]:
+def _keep(found: list[Option], limit: int, keep: tuple[str, ...] = (), need: int = 4) -> list[str]:
     return _names(cheapest_options(found, limit, need=need, gpus=_gpus, room=_room, keep=keep))
 
 
@@ -44,7 +44,8 @@ def test_the_fewest_gpu_pods_come_first_then_the_fewest_gpus() -> None:
 
 
 def test_kept_options_stay_in_node_order_and_the_node_volcano_used_is_always_kept() -> None:
-    assert _keep(FOUND, 2, keep="four-small") == ["four-small", "one-large", "half-free"]
+    assert _keep(FOUND, 2, keep=("four-small",)) == ["four-small", "one-large", "half-free"]
+    assert _keep(FOUND, 1, keep=("four-small", "never")) == ["four-small", "never", "half-free"]
     assert _keep(FOUND, 3) == ["four-small", "one-large", "half-free"]
 
 

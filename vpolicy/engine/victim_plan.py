@@ -27,7 +27,7 @@ plan no longer holds; `never_worse` then compares the whole run with Volcano's, 
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,18 +58,19 @@ class VictimPlan:
     victims_on: dict[str, tuple[TaskInfo, ...]]  # node name -> the victims planned there
 
 
-# Above this many (preemptor, node) pairs the program keeps, for each preemptor, only its cheapest nodes:
-# HiGHS took 6 s on the 51,000 pairs of an L cluster (246 preemptors), 0.1 s on M's 2,200.
+# Above this many (options list, node) pairs, the program's columns once alike preemptors are grouped
+# (`_groups`), each list keeps only its cheapest nodes. With a column per (preemptor, node) HiGHS took
+# 6-12 s on the 51,000 pairs of an L cluster (246 preemptors); grouped they are 528 columns (0.23 s).
 MAX_PAIRS = 5_000
-MIN_OPTIONS = 8  # nodes kept per preemptor however many preemptors there are
+MIN_OPTIONS = 8  # nodes kept per options list however many lists there are
 
 
 def cheapest_options(found: Sequence[Option], limit: int, *, need: int, gpus: Callable[[TaskInfo], int],
-                     room: Callable[[NodeInfo], int], keep: str | None = None) -> list[Option]:
+                     room: Callable[[NodeInfo], int], keep: Collection[str] = ()) -> list[Option]:
     """The `limit` options that look cheapest alone for a preemptor that needs `need` GPUs: the fewest
     GPU pods, then GPUs, evicted when its largest victims go first until the node's free GPUs (`room`)
-    hold it, ties in the given (node) order; the option on node `keep` (where Volcano's run placed it,
-    so the plan can always do what Volcano did) is kept too. A node whose victims can never free enough
+    hold it, ties in the given (node) order; the options on the nodes `keep` (where Volcano's run placed
+    the preemptors that have these options, so the plan can always do what Volcano did) are kept too. A node whose victims can never free enough
     counts as dearest: together with other preemptors' victims it may still serve."""
     def cost(option: Option) -> tuple[int, int]:
         short, pods, taken = need - room(option.node), 0, 0
@@ -81,7 +82,7 @@ def cheapest_options(found: Sequence[Option], limit: int, *, need: int, gpus: Ca
         return (pods, taken) if short <= 0 else (1 << 30, 1 << 30)
 
     ranked = sorted(range(len(found)), key=lambda i: cost(found[i]))[:limit]
-    chosen = set(ranked) | {i for i, o in enumerate(found) if o.node.name == keep}
+    chosen = set(ranked) | {i for i, o in enumerate(found) if o.node.name in keep}
     return [found[i] for i in sorted(chosen)]
 
 
@@ -99,14 +100,19 @@ def plan_victims(preemptors: Sequence[TaskInfo], options: Callable[[TaskInfo], S
                  floors: Mapping[str, Resources], time_limit: float) -> VictimPlan | None:
     """The plan for `preemptors` (module docstring); None when no plan places every one of them, or
     the solver found none within `time_limit` seconds. `budgets` is keyed by victim job key, `floors`
-    by victim queue name; `gpus` counts a victim's whole GPUs."""
+    by victim queue name; `gpus` counts a victim's whole GPUs.
+
+    Preemptors with the same request and the same options (nodes and victims) are one column per node,
+    an integer count (`_groups`): they are interchangeable, and one 0/1 column per preemptor gave HiGHS
+    as many symmetric solutions to branch over (an L cluster's 246 GPU preemptors are 4 such groups;
+    their 51,118 (preemptor, node) columns, 6-12 s of HiGHS, are 528 of them)."""
     Bounds, LinearConstraint, milp, coo_array = load_solver()
 
-    pairs: list[tuple[int, NodeInfo, tuple[TaskInfo, ...]]] = []  # x columns: (preemptor, node, its victims)
-    for i, p in enumerate(preemptors):
-        found = options(p)
-        if not found:
-            return None
+    groups = _groups(preemptors, options)
+    if groups is None:
+        return None
+    pairs: list[tuple[int, NodeInfo, tuple[TaskInfo, ...]]] = []  # x columns: (group, node, its victims)
+    for i, (_members, found) in enumerate(groups):
         pairs.extend((i, o.node, o.victims) for o in found)
     victims: dict[str, TaskInfo] = {}
     for _i, _node, allowed in pairs:
@@ -129,15 +135,15 @@ def plan_victims(preemptors: Sequence[TaskInfo], options: Callable[[TaskInfo], S
         lower.append(low)
         upper.append(high)
 
-    columns_of: list[list[int]] = [[] for _ in preemptors]
+    columns_of: list[list[int]] = [[] for _ in groups]
     nodes: dict[str, NodeInfo] = {}
-    placed_on: dict[str, list[tuple[int, TaskInfo]]] = {}  # node name -> (x column, preemptor)
+    placed_on: dict[str, list[tuple[int, TaskInfo]]] = {}  # node name -> (x column, a member of its group)
     for k, (i, node, _v) in enumerate(pairs):
         columns_of[i].append(k)
         nodes[node.name] = node
-        placed_on.setdefault(node.name, []).append((k, preemptors[i]))
-    for ks in columns_of:  # each preemptor on one node
-        constrain([(k, 1.0) for k in ks], 1.0, 1.0)
+        placed_on.setdefault(node.name, []).append((k, groups[i][0][0]))
+    for (members, _found), ks in zip(groups, columns_of):  # each preemptor on one node
+        constrain([(k, 1.0) for k in ks], float(len(members)), float(len(members)))
     dims = sorted({CPU, MEMORY}.union(*(p.resreq.keys() for p in preemptors)))
     on_node: dict[str, list[TaskInfo]] = {name: [] for name in nodes}
     for v in victims.values():
@@ -175,19 +181,48 @@ def plan_victims(preemptors: Sequence[TaskInfo], options: Callable[[TaskInfo], S
         g = gpus(v)
         objective[column[uid]] = ((GPU_POD_WEIGHT if g else 0.0) + GPU_WEIGHT * g + POD_WEIGHT
                                   + PRIORITY_WEIGHT * ranks[v.priority] / max(1, len(ranks)))
+    upper_x = np.ones(n_cols)
+    upper_x[:len(pairs)] = [len(groups[i][0]) for i, _node, _v in pairs]
     matrix = coo_array((vals, (rows, cols)), shape=(len(lower), n_cols)).tocsr()
     result = milp(objective, constraints=LinearConstraint(matrix, np.array(lower), np.array(upper)),
-                  bounds=Bounds(np.zeros(n_cols), np.ones(n_cols)), integrality=np.ones(n_cols),
+                  bounds=Bounds(np.zeros(n_cols), upper_x), integrality=np.ones(n_cols),
                   options={"time_limit": max(0.01, time_limit), "mip_rel_gap": 0.0})
     if result.x is None:
         return None
-    chosen = result.x > 0.5
-    node_of = {preemptors[i].uid: node.name for k, (i, node, _v) in enumerate(pairs) if chosen[k]}
+    counts = np.rint(result.x).astype(int)
+    node_of: dict[str, str] = {}
+    for (members, _found), ks in zip(groups, columns_of):  # the group's members in their order, node by node
+        slots = [pairs[k][1].name for k in ks for _ in range(counts[k])]
+        node_of.update((p.uid, name) for p, name in zip(members, slots))
     victims_on: dict[str, list[TaskInfo]] = {}
     for uid, v in victims.items():
-        if chosen[column[uid]]:
+        if counts[column[uid]] > 0:
             victims_on.setdefault(v.node_name, []).append(v)
     return VictimPlan(node_of, {name: tuple(vs) for name, vs in victims_on.items()})
+
+
+def _groups(preemptors: Sequence[TaskInfo], options: Callable[[TaskInfo], Sequence[Option]]
+            ) -> list[tuple[list[TaskInfo], Sequence[Option]]] | None:
+    """The preemptors that are interchangeable in the plan, in their order, with their options: the
+    same request and the same nodes with the same victims. None when one has no option. The options of
+    one preemptor kind are one list (`options` keeps them), so most are told apart by identity."""
+    # id(options list) -> the list (held, so that its id is not reused) and its content
+    by_list: dict[int, tuple[Sequence[Option], tuple[object, ...]]] = {}
+    found: dict[tuple[object, ...], tuple[list[TaskInfo], Sequence[Option]]] = {}
+    for p in preemptors:
+        listed = options(p)
+        if not listed:
+            return None
+        known = by_list.get(id(listed))
+        if known is None:
+            known = by_list[id(listed)] = (listed, tuple((o.node.name, tuple(v.uid for v in o.victims))
+                                                         for o in listed))
+        content = known[1]
+        key = (tuple(sorted(p.resreq.items())), content)
+        if key not in found:
+            found[key] = ([], listed)
+        found[key][0].append(p)
+    return list(found.values())
 
 
 def _scaled(constrain: Callable[[Sequence[tuple[int, float]], float, float], None],

@@ -4,6 +4,7 @@ nodes and victims each may use there (`Option`s), the victim budgets and queue f
 action passes in its two victim filters and the name of its within-job phase."""
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -34,10 +35,15 @@ def victim_plan(ctx: ActionContext, hosts: dict[str, np.ndarray], nowhere: np.nd
     FutureIdle are looked at: no other node can offer it a victim or room."""
     rt, placement = ctx.runtime, ctx.placement
     assert ctx.witness is not None
+    wall, cpu = time.perf_counter(), optimize.budget_clock()
     placed = [op.task for op in ctx.witness if op.kind == "pipeline" and optimize.gpus(op.task.resreq)
               and op.task.job is not None]
     within_job = {op.task.uid for op in ctx.witness if op.kind == "pipeline" and op.phase == same_job}
     kinds: dict[tuple[object, ...], list[Option]] = {}
+    # the options' content (nodes, victims) -> the one list of kinds that have it: `plan_victims` groups
+    # preemptors by their options list, and on the generated clusters most kinds are alike (L: 88 kinds,
+    # 4 contents, for a pending job runs nothing and the rules answered alike for the queue's jobs)
+    alike: dict[tuple[object, ...], list[Option]] = {}
 
     def keep_for(p: TaskInfo) -> Callable[[TaskInfo], bool]:
         return within(p) if p.uid in within_job else between(p)
@@ -51,24 +57,31 @@ def victim_plan(ctx: ActionContext, hosts: dict[str, np.ndarray], nowhere: np.nd
             rows = placement.preempt_rows(p)
             for node in (placement.node_list[r] for r in rows[worth[rows]].tolist()):
                 candidates = candidates_on(node, keep)
+                extra = candidates_on(node, others) if p.uid in within_job else []
+                if not fits_with(candidates + extra, p, node):
+                    continue  # the victims are among the candidates: not even all of them make room
                 victims = rt.victims("preemptable", p, candidates)[0] if candidates else []
-                room = victims + candidates_on(node, others) if p.uid in within_job else victims
-                if fits_with(room, p, node) and rt.predicate(p, node) is None:
+                if fits_with(victims + extra, p, node) and rt.predicate(p, node) is None:
                     found.append(Option(node, tuple(victims)))
-            kinds[kind] = found
+            content = tuple((o.node.name, tuple(v.uid for v in o.victims)) for o in found)
+            kinds[kind] = alike.setdefault(content, found)
         return kinds[kind]
 
     planned = [p for p in placed if options(p)]
     if not planned:
         return None
-    if sum(len(options(p)) for p in planned) > MAX_PAIRS:  # L: the program alone would take seconds
-        limit = max(MIN_OPTIONS, MAX_PAIRS // len(planned))
-        pruned = {p.uid: cheapest_options(options(p), limit, need=optimize.gpus(p.resreq),
-                                          gpus=lambda t: optimize.gpus(t.resreq),
-                                          room=lambda n: optimize.gpus(n.future_idle),
-                                          keep=ctx.witness_nodes.get(p.uid))
-                  for p in planned}
-        options = lambda p: pruned[p.uid]  # noqa: E731  # reason: the same name below, pruned
+    lists = {id(options(p)): options(p) for p in planned}  # one per content
+    if sum(len(found) for found in lists.values()) > MAX_PAIRS:  # the program alone would take seconds
+        limit = max(MIN_OPTIONS, MAX_PAIRS // len(lists))
+        used: dict[int, set[str]] = {}  # list -> the nodes Volcano's run placed its preemptors on
+        for p in planned:
+            used.setdefault(id(options(p)), set()).add(ctx.witness_nodes.get(p.uid, ""))
+        need = {id(options(p)): optimize.gpus(p.resreq) for p in planned}
+        pruned = {key: cheapest_options(found, limit, need=need[key], gpus=lambda t: optimize.gpus(t.resreq),
+                                        room=lambda n: optimize.gpus(n.future_idle), keep=used[key])
+                  for key, found in lists.items()}
+        full_options = options
+        options = lambda p: pruned[id(full_options(p))]  # noqa: E731  # reason: the same name below, pruned
     planned_jobs = {p.job.key for p in planned if p.job is not None}
     floors: dict[str, Resources] = {}
     for op in ctx.witness if ctx.plan_floored else ():
@@ -76,8 +89,13 @@ def victim_plan(ctx: ActionContext, hosts: dict[str, np.ndarray], nowhere: np.nd
             name = op.task.job.queue.name
             floors[name] = floors.get(name, Resources()) + op.task.resreq.without("pods")
     budgets: dict[str, int] = {}
+    seen: set[tuple[int, str]] = set()
     for p in planned:
         keep = keep_for(p)
+        assert p.job is not None
+        if (id(options(p)), p.job.key) in seen:
+            continue  # a sibling of its job saw the same victims first
+        seen.add((id(options(p)), p.job.key))
         for option in options(p):
             for v in option.victims:
                 if v.job is not None and v.job.key not in budgets:
@@ -86,5 +104,8 @@ def victim_plan(ctx: ActionContext, hosts: dict[str, np.ndarray], nowhere: np.nd
     left = ctx.deadline - optimize.budget_clock() if ctx.deadline is not None else PLAN_SECONDS
     if left <= 0:
         return None
+    # HiGHS stops on the wall clock, the budget counts CPU: on a machine where the session waits for a
+    # core, the solver gets the CPU left at the wall rate the plan has seen so far
+    slow = (time.perf_counter() - wall) / max(1e-3, optimize.budget_clock() - cpu)
     return plan_victims(planned, options, gpus=lambda t: optimize.gpus(t.resreq), budgets=budgets,
-                        floors=floors, time_limit=min(left, PLAN_SECONDS))
+                        floors=floors, time_limit=min(left * max(1.0, slow), PLAN_SECONDS))
