@@ -19,6 +19,12 @@ from vpolicy.model.snapshot import ClusterSnapshot
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
+
+def _line_of(text: str, module: str = "policies/volcano/predicates.vpol") -> int:
+    """Where a rule starts in its module (the explanation names it there)."""
+    return next(i for i, line in enumerate((ROOT / module).read_text(encoding="utf-8").splitlines(), 1)
+                if line.startswith(text))
+
 NODE = """\
 apiVersion: v1
 kind: Node
@@ -102,7 +108,7 @@ def test_pending_gang_names_the_gang_the_taint_and_the_full_node(gang_cluster: s
     assert core(e) == [
         ("gang.ready", "policies/volcano/gang.vpol:40",
          "minAvailable 2: 0 ready, 0 pipelined; 2 more must be placed together"),
-        ("predicates.taints_tolerated", "policies/volcano/predicates.vpol:38",
+        ("predicates.taints_tolerated", f"policies/volcano/predicates.vpol:{_line_of('rule taints_tolerated')}",
          "node(s) had untolerated taint on node n2"),
         ("engine.node-capacity", "<engine>", "node n1: free cpu 2, memory 4Gi, room for 1 such task"),
     ]
