@@ -36,7 +36,10 @@ def run(ctx: ActionContext) -> None:
     queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
     preemptors: dict[str, PriorityQueue[JobInfo]] = {}
     tasks: dict[str, Queue[TaskInfo]] = {}
-    under_request: dict[str, list[JobInfo]] = {}  # queue name -> its starving jobs, in job order
+    # every starving job of every queue: Volcano runs the within-job phase over all of them after each
+    # queue's between-jobs phase (preempt.go Execute, v1.10.0 and main: `for _, job := range
+    # underRequest` inside `for _, queue := range queues`), in its jobs map's order (here the snapshot's)
+    under_request: list[JobInfo] = []
     seen: set[str] = set()
     for job in ctx.schedulable_jobs():
         if job.queue.name not in seen:
@@ -48,7 +51,7 @@ def run(ctx: ActionContext) -> None:
             pending = ctx.pending_tasks(job)
             if not pending:
                 continue
-            under_request.setdefault(job.queue.name, []).append(job)
+            under_request.append(job)
             preemptors.setdefault(job.queue.name, PriorityQueue(rt.job_before)).push(job)
             tasks[job.key] = rt.task_queue(pending)
 
@@ -77,10 +80,12 @@ def run(ctx: ActionContext) -> None:
             if assigned:
                 jobs.push(job)
 
-        for job in under_request.get(queue.name, ()):  # the queue's own starving jobs (reference §4.3)
+        for job in under_request:
             # with nothing of its own to preempt no node offers a same-job victim: only room will do
             own_hosts = hosts.get(job.queue.name, nowhere) if job.key in runs_victims else nowhere
-            own = rt.task_queue(ctx.pending_tasks(job))
+            # the job's worksheet is replaced, so a later queue's between-jobs phase pops what this one
+            # left (preempt.go: `preemptorTasks[job.UID] = ...`, "preemptor numbers lose when in same job")
+            own = tasks[job.key] = rt.task_queue(ctx.pending_tasks(job))
             while not own.empty():
                 if ctx.out_of_time():
                     return
