@@ -35,7 +35,7 @@ TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect":
 PRIORITY_CLASSES = (("low", 10), ("normal", 100), ("high", 1000))
 
 FAMILIES = ("allocate", "enqueue", "preempt", "reclaim", "capacity", "backfill", "confs", "tdm", "task-topology",
-            "usage", "resourcequota", "sla", "rescheduling")
+            "usage", "resourcequota", "sla", "rescheduling", "cdp")
 
 
 @dataclass
@@ -723,10 +723,31 @@ def _rescheduling(rng: random.Random) -> tuple[Builder, str]:
     return b, conf_text(rng.choice(("enqueue, allocate, shuffle", "shuffle")), tiers)
 
 
+def _cdp(rng: random.Random) -> tuple[Builder, str]:
+    """A preempt-family cluster whose running pods carry `volcano.sh/cooldown-time` (label or annotation,
+    some invalid) and a PodScheduled condition from 1969-12-31 (cooled down for both engines' clocks)
+    or 2099 (still cooling for both); cdp beside priority and gang in the first tier."""
+    b, _ = _preempt(rng)
+    for pod in b.pods:
+        if pod["status"]["phase"] != "Running":
+            continue
+        day = "1969-12-31T00:00:00Z" if rng.random() < 0.4 else "2099-01-01T00:00:00Z"
+        pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": day}]
+        if rng.random() < 0.9:
+            where = "labels" if rng.random() < 0.5 else "annotations"
+            pod["metadata"][where]["volcano.sh/cooldown-time"] = rng.choice(("10m", "1h", "30s", "bad"))
+    tiers: list[list[str | tuple[str, dict[str, Any]]]] = [
+        ["priority", "gang", "conformance", "cdp"], ["drf", "predicates", "proportion", "nodeorder"]]
+    if rng.random() < 0.3:
+        tiers[0][1] = ("gang", {"enablePreemptable": False})
+    return b, conf_text(rng.choice(("enqueue, allocate, preempt", "enqueue, preempt")), tiers)
+
+
 _FAMILY_BUILDERS: dict[str, Callable[[random.Random], tuple[Builder, str]]] = {
     "allocate": _allocate, "enqueue": _enqueue, "preempt": _preempt, "reclaim": _reclaim,
     "capacity": _capacity, "backfill": _backfill, "confs": _confs, "tdm": _tdm, "task-topology": _task_topology,
     "usage": _usage, "resourcequota": _resourcequota, "sla": _sla, "rescheduling": _rescheduling,
+    "cdp": _cdp,
 }
 
 
