@@ -2,7 +2,8 @@
 node only through the node's HyperNodes is asked once per lowest domain (`by_domain`); a trailing score
 rule reading job state is added to the class's cached node scores (`_ClassView.late`) instead of every
 score being recomputed over the candidates; a node back at a usage it had before gets the answers it had
-then (`Placement._refresh_row`), and so does a domain's usage (`HyperNodeInfo`)."""
+then (`Placement._refresh_row`), and so does a domain's usage (`HyperNodeInfo`); optimize chooses among
+a domain's rows as over whole-node masks (`Placement._packed_among`)."""
 from __future__ import annotations
 
 from typing import Any
@@ -45,6 +46,7 @@ def test_scores_asked_per_domain_decide_as_asked_per_node(monkeypatch: pytest.Mo
         # every node its own domain, and no cached class scores: each rule asked on each candidate node
         m.setattr(placement.Placement, "_domain_ids", lambda self: np.arange(len(self.node_list)))
         m.setattr(placement.Placement, "_score_parts", lambda self, task: (None, []))
+        m.setattr(placement, "_FEW_ROWS", 10**9)  # optimize chooses over whole-node masks, never among rows
         init = placement.Placement.__init__
 
         def unkeyed(self: placement.Placement, *args: Any) -> None:

@@ -127,6 +127,25 @@ class Packer:
                     group = no_gpu
         return int(np.where(group, scores, -np.inf).argmax())
 
+    def choose_among(self, task: TaskInfo, rows: np.ndarray, scores: np.ndarray, idle: bool,
+                     reach: np.ndarray | None = None) -> int:
+        """`__call__` among a few ascending `rows` (`scores` one per row): the same node, without masks
+        over every node (a HyperNode's rows in a domain's dry run)."""
+        if self.gpu_cols and (gpus(task.resreq) or self._reaches_gpu_nodes(reach)):
+            available = self.arrays.idle_now if idle else self.arrays.future
+            cols = self.gpu_cols
+            free = available[rows, cols[0]] if len(cols) == 1 else available[rows][:, cols].sum(axis=1)
+            keep: np.ndarray | None
+            if gpus(task.resreq):
+                keep = free == free.min()
+            else:
+                keep = free <= 0
+                if not keep.any():
+                    keep = None
+            if keep is not None:
+                rows, scores = rows[keep], scores[keep]
+        return int(rows[int(scores.argmax())])
+
     def _reaches_gpu_nodes(self, reach: np.ndarray | None) -> bool:
         if reach is None or self.gpu_nodes is None:
             return True

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 import numpy as np
 
@@ -33,8 +33,20 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 MINIMUM_FEASIBLE_NODES = 100  # Volcano's --minimum-feasible-nodes
+_FEW_ROWS = 4  # optimize chooses among rows themselves below a quarter of the nodes (`_packed_among`)
 MINIMUM_PERCENTAGE = 5  # Volcano's --minimum-percentage-nodes-to-find
 _SCALAR_BELOW = 8  # measured: below this many nodes one closure call per node beats a numpy batch
+
+
+class Pack(Protocol):
+    """optimize mode's choice among candidate nodes (`engine.optimize.Packer`): over a mask of every
+    node, or among a few ascending rows with their scores; the same node either way."""
+
+    def __call__(self, task: TaskInfo, group: np.ndarray, scores: np.ndarray, idle: bool,
+                 reach: np.ndarray | None) -> int: ...
+
+    def choose_among(self, task: TaskInfo, rows: np.ndarray, scores: np.ndarray, idle: bool,
+                     reach: np.ndarray | None) -> int: ...
 
 
 @dataclass(slots=True)
@@ -266,7 +278,7 @@ class Placement:
         self._cpu_mem = [self.arrays.index[d] for d in (CPU, MEMORY) if d in self.arrays.index]
         # optimize mode (engine.optimize.configure): search every feasible node, choose with `pack`
         self.sample = True
-        self.pack: Callable[[TaskInfo, np.ndarray, np.ndarray, bool, np.ndarray | None], int] | None = None
+        self.pack: Pack | None = None
         # every feasible row the last `feasible_rows` found, before sampling: the rows it did not find
         # are the nodes that failed the task (`actions.role_fit_memo`)
         self.last_found: np.ndarray = self._all_rows
@@ -744,10 +756,12 @@ class Placement:
                     scores = scores + self._rule_values(rule, task, group)
         return self.node_list[int(group[int(scores.argmax())])], bool(len(idle_rows))
 
-    def _packed_row(self, task: TaskInfo, view: _ClassView, rows: np.ndarray,
-                    pack: Callable[[TaskInfo, np.ndarray, np.ndarray, bool, np.ndarray | None], int]) -> tuple[NodeInfo, bool]:
+    def _packed_row(self, task: TaskInfo, view: _ClassView, rows: np.ndarray, pack: Pack) -> tuple[NodeInfo, bool]:
         """`best_row` in optimize mode: the same Idle-else-FutureIdle group, chosen by `pack` over
-        whole-node masks (with no sampling `rows` is the view's own feasible set, its mask at hand)."""
+        whole-node masks (with no sampling `rows` is the view's own feasible set, its mask at hand);
+        a few rows (a HyperNode's, in a domain's dry run) are chosen among on their own."""
+        if rows is not view.found and len(rows) * _FEW_ROWS < len(self.node_list):
+            return self._packed_among(task, view, np.sort(rows), pack)
         if rows is view.found:
             feasible = view.feasible
         else:
@@ -769,6 +783,22 @@ class Placement:
             members = np.flatnonzero(group)
             scores[members] = self._scores_rows(task, members)
         return self.node_list[pack(task, group, scores, idle, view.static_mask)], idle
+
+    def _packed_among(self, task: TaskInfo, view: _ClassView, rows: np.ndarray, pack: Pack) -> tuple[NodeInfo, bool]:
+        """`_packed_row` on ascending `rows` themselves: the same group, scores and choice (ties to the
+        lowest row) without masks over every node."""
+        fits_idle = view.fits_idle[rows]
+        idle = bool(fits_idle.any())
+        group = rows[fits_idle] if idle else rows
+        if view.total is None:  # scores normalised over the candidates: computed on the group alone
+            scores = self._scores_rows(task, group)
+        else:
+            scores = view.total[group]
+            if view.late:
+                with self._scored_among(group):
+                    for rule in view.late:
+                        scores = scores + self._rule_values(rule, task, group)
+        return self.node_list[pack.choose_among(task, group, scores, idle, view.static_mask)], idle
 
     def rows_by_score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """`rows` highest score first, ties in the order given. The scores are computed over all of
