@@ -79,9 +79,18 @@ def test_volcanos_preempt_rules_are_followed_and_drfs_share_is_probed() -> None:
     assert all(may_probe for _name, _fn, may_probe in plan.inputs)
 
 
-def test_a_rule_reading_a_queues_state_is_not_followed() -> None:
+def test_a_rule_reading_a_queues_state_holds_only_while_the_queue_is_unchanged() -> None:
     # proportion's reclaim rule reads the candidate's queue's allocation, which tasks on other nodes change
-    assert _plan(f'actions: "reclaim"\n{_DEFAULT}', "reclaimable") is None
+    plan = _plan(f'actions: "reclaim"\n{_DEFAULT}', "reclaimable")
+    assert plan is not None and plan.reads_queues and not plan.inputs
+    assert not _plan(f'actions: "preempt"\n{_DEFAULT}', "preemptable").reads_queues  # type: ignore[union-attr]  # reason: asserted above
+
+
+def test_a_rule_reading_other_cluster_state_is_not_followed() -> None:
+    # tdm's rule looks up each candidate's node in `cluster.nodes`, whose state reuse does not follow
+    conf = ('actions: "preempt"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n'
+            '  - name: conformance\n- plugins:\n  - name: tdm\n')
+    assert _plan(conf, "preemptable") is None
 
 
 def _decisions(snapshot: Any, *, reuse: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], int]:

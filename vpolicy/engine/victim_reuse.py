@@ -122,6 +122,7 @@ class _Rewriter:
     def __init__(self, preemptor: str, candidates: str, inputs: dict[ir.Term, str], functions: Functions):
         self.p, self.cs, self.inputs, self.functions = preemptor, candidates, inputs, functions
         self.inside: set[tuple[str, str]] = set()  # helpers being inlined (a recursive one is refused)
+        self.reads_queues = False  # a candidate's queue's state: it changes with tasks on other nodes
 
     def input_for(self, t: ir.Term) -> ir.Var:
         canonical = _rename(t, self.p, PREEMPTOR)
@@ -146,8 +147,10 @@ class _Rewriter:
                 if path[0] not in FIXED_CLUSTER:
                     raise _Refused
                 return t
-            if not isinstance(root, ir.Var) or not all(n in FOLLOWED for n in path) or "queue" in path:
+            if not isinstance(root, ir.Var) or not all(n in FOLLOWED for n in path):
                 raise _Refused
+            if "queue" in path:
+                self.reads_queues = True
             self.rewrite(root, bound)
             return t
         if isinstance(t, ir.Apply):
@@ -249,6 +252,7 @@ class ReusePlan:
 
     inputs: tuple[tuple[str, evaluate.Closure, bool], ...]
     bodies: dict[int, tuple[str, evaluate.Closure]]  # id(rule) -> (its candidates' name, its term)
+    reads_queues: bool  # an answer then also holds only while the candidates' queues are unchanged
 
     @staticmethod
     def of(rules: list[CompiledRule], functions: Functions) -> ReusePlan | None:
@@ -256,12 +260,14 @@ class ReusePlan:
         functions (`CompiledModule.functions`), inlined."""
         inputs: dict[ir.Term, str] = {}
         terms: list[tuple[CompiledRule, ir.Term]] = []
+        reads_queues = False
         try:
             for rule in rules:
                 if len(rule.params) != 2:
                     return None
                 rewriter = _Rewriter(rule.params[0], rule.params[1], inputs, functions)
                 terms.append((rule, rewriter.rewrite(rule.term, frozenset())))
+                reads_queues |= rewriter.reads_queues
         except _Refused:
             return None
         names = frozenset(inputs.values())
@@ -269,7 +275,7 @@ class ReusePlan:
         for _rule, term in terms:
             _unprobed_uses(term, names, unprobed)
         compiled = tuple((name, evaluate.compile_term(term), name not in unprobed) for term, name in inputs.items())
-        return ReusePlan(compiled, _bodies(terms, tuple(inputs.values())))
+        return ReusePlan(compiled, _bodies(terms, tuple(inputs.values())), reads_queues)
 
 
 def _bodies(terms: list[tuple[CompiledRule, ir.Term]], inputs: tuple[str, ...]) -> dict[int, tuple[str, evaluate.Closure]]:
@@ -472,6 +478,7 @@ class _Fails:
         # per equality input: a value it was found unequal to -> rows where the answer needs that
         self.unequal: list[dict[object, list[int]]] = [{} for _ in range(inputs)]
         self.by_job: dict[str, list[int]] = {}  # job key -> rows whose kept answer read the job
+        self.by_queue: dict[str, list[int]] = {}  # queue name -> rows whose kept answer read the queue
         self.cursor = cursor  # how much of SessionState.job_log is accounted for
         self.holds = holds  # the exact inputs' objects, alive while their ids are in the key
 
@@ -553,12 +560,17 @@ class FailMemo:
         return memo, values, how
 
     def _catch_up(self, memo: _Fails) -> None:
-        """Forget the rows that read a job changed since the memo last looked."""
+        """Forget the rows that read a job (or its queue) changed since the memo last looked."""
         log = self.job_log
         for i in range(memo.cursor, len(log)):
-            rows = memo.by_job.pop(log[i].key, None)
+            job = log[i]
+            rows = memo.by_job.pop(job.key, None)
             if rows:
                 memo.version[rows] = 0
+            if memo.by_queue:
+                rows = memo.by_queue.pop(job.queue.name, None)
+                if rows:
+                    memo.version[rows] = 0
         memo.cursor = len(log)
 
     def open_rows(self, kind: tuple[object, ...], preemptor: Any, rows: np.ndarray) -> np.ndarray:
@@ -615,6 +627,9 @@ class FailMemo:
         assert self.plan is not None
         interval = _Interval([float(v) if how[k] == _NUMBER else 0.0 for k, v in enumerate(values)])
         unequal: list[set[object]] = [set() for _ in values]
+        if all(h == _EXACT for h in how):  # nothing probed (reclaim's rules read no reclaimer): the key holds it
+            self._keep(memo, node_name, candidates, answer, interval, unequal)
+            return
         env = dict(self.runtime.env)
         for k, (name, _fn, _may) in enumerate(self.plan.inputs):
             value = values[k]
@@ -632,6 +647,11 @@ class FailMemo:
             return
         if interval.dead or len(again) != len(answer) or any(a is not b for a, b in zip(again, answer)):
             return
+        self._keep(memo, node_name, candidates, answer, interval, unequal)
+
+    def _keep(self, memo: _Fails, node_name: str, candidates: list[Any], answer: list[Any], interval: _Interval,
+              unequal: list[set[object]]) -> None:
+        assert self.plan is not None
         row = self.arrays.row[node_name]
         memo.version[row] = int(self.arrays.version[row]) + 1
         memo.room[row] = sum((self.arrays.cached_vector(v.resreq) for v in answer), np.zeros(len(self.arrays.dims)))
@@ -640,5 +660,9 @@ class FailMemo:
         for k, seen in enumerate(unequal):
             for value_key in seen:
                 memo.unequal[k].setdefault(value_key, []).append(row)
-        for job in {c.job.key: c.job for c in candidates if c.job is not None}.values():
-            memo.by_job.setdefault(job.key, []).append(row)
+        jobs = {c.job.key: c.job for c in candidates if c.job is not None}
+        for key in jobs:
+            memo.by_job.setdefault(key, []).append(row)
+        if self.plan.reads_queues:
+            for name in {job.queue.name for job in jobs.values()}:
+                memo.by_queue.setdefault(name, []).append(row)

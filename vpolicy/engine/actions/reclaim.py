@@ -80,14 +80,22 @@ def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobIn
         return (t.status is TaskStatus.RUNNING and t.preemptable and t.job is not None
                 and t.job.queue is not job.queue and t.job.queue.reclaimable)
 
-    nodes = ctx.placement.preempt_nodes(task)
-    if ctx.optimize and optimize.weighs_gpus(ctx.placement, task, nodes):
-        done = optimize.evict_cheapest(ctx, stmt, task, nodes, callback="reclaimable", keep=reclaimee,
-                                       action="reclaim", fits=lambda n: fits(task.resreq, n.future_idle),
-                                       kind=kind)
-        if done is not None:
-            return done
-    for node in nodes:
+    placement = ctx.placement
+    rows = placement.preempt_rows(task)
+    if ctx.optimize:
+        nodes = [placement.node_list[r] for r in rows.tolist()]
+        if optimize.weighs_gpus(placement, task, nodes):
+            done = optimize.evict_cheapest(ctx, stmt, task, nodes, callback="reclaimable", keep=reclaimee,
+                                           action="reclaim", fits=lambda n: fits(task.resreq, n.future_idle),
+                                           kind=kind)
+            if done is not None:
+                return done
+    # nodes whose kept answer cannot help are dropped in one array step, as in preempt's walk: no
+    # reclaimee, or too few to free room, at the node's version (`useful_candidates`). (Keeping the
+    # rules' failed answers as preempt does, `victim_reuse`, costs more than it saves here: every
+    # eviction changes the queue that proportion's rule reads on most nodes.)
+    rows = ctx.not_useless(shared, rows)
+    for node in (placement.node_list[r] for r in rows.tolist()):
         candidates = useful_candidates(ctx, node, reclaimee, task, shared, need_one=True)
         if candidates is None:
             continue  # no reclaimee, or even every one would not free enough: the rules cannot change that
