@@ -271,7 +271,12 @@ class Placement:
         self._pods_cached: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray, int]] = {}
         # what a class view is keyed by: what its rules read, and the request its fit checks compare
         self._view_reads = frozenset().union(*(r.reads for r in (*self.predicates, *self.score_rules)), {"resreq"})
-        self._usage_keyed = "numa" not in self._view_reads  # `_refresh_row` keeps answers per node usage
+        # `_refresh_row` keeps answers per node usage; not for rules reading numa, or a node's tasks (two
+        # sets of tasks may weigh the same): of the rules whose answers it keeps (a predicate or score
+        # rule reading node usage; a rule reading anything else, as a job's tasks, is asked anew anyway)
+        kept_reads = frozenset().union(*(r.reads for r in (*self._node_predicates, *self.score_rules)
+                                         if r.depends == "node"))
+        self._usage_keyed = "numa" not in kept_reads and "tasks" not in kept_reads
         self._start = 0
         n = len(self.node_list)
         self._all_rows = np.arange(n)
