@@ -42,9 +42,14 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file")
 	flag.StringVar(&backfillFlavour, "backfill", "main",
 		"main: the backfill of Volcano's main branch (backfill_main.go); v1.10: v1.10.0's own")
+	flag.StringVar(&reclaimFlavour, "reclaim", "main",
+		"main: the reclaim loop of Volcano's main branch as the reference reads it (reclaim_main.go); v1.10: v1.10.0's own")
 	flag.Parse()
 	if backfillFlavour != "main" && backfillFlavour != "v1.10" {
 		fail("oracle: --backfill must be main or v1.10")
+	}
+	if reclaimFlavour != "main" && reclaimFlavour != "v1.10" {
+		fail("oracle: --reclaim must be main or v1.10")
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)

@@ -98,6 +98,9 @@ type document struct {
 // backfillFlavour picks the backfill action: "main" (backfill_main.go) or "v1.10" (Volcano's own).
 var backfillFlavour = "main"
 
+// reclaimFlavour picks the reclaim action: "main" (reclaim_main.go) or "v1.10" (Volcano's own).
+var reclaimFlavour = "main"
+
 // runSession fills a fresh cache with the cluster, opens a session with the conf, runs its actions,
 // closes it, and returns what it decided.
 func runSession(c *cluster, confStr string) (*document, error) {
@@ -155,11 +158,12 @@ func runSession(c *cluster, confStr string) (*document, error) {
 		close(bindsDone)
 	}()
 
-	if backfillFlavour == "main" {
-		for i, a := range actions {
-			if a.Name() == "backfill" {
-				actions[i] = &mainBackfill{}
-			}
+	for i, a := range actions {
+		if a.Name() == "backfill" && backfillFlavour == "main" {
+			actions[i] = &mainBackfill{}
+		}
+		if a.Name() == "reclaim" && reclaimFlavour == "main" {
+			actions[i] = &mainReclaim{}
 		}
 	}
 	conf.EnabledActionMap = make(map[string]bool, len(actions))
