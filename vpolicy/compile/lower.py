@@ -199,7 +199,7 @@ class _Lowerer:
     def _with_vector(self, rule: CompiledRule, functions: dict[str, tuple[tuple[str, ...], ir.Term]]) -> CompiledRule:
         from dataclasses import replace
 
-        depends, reads = classify(rule.term, functions)
+        depends, reads = classify(rule.term, functions, task_param=rule.params[0])
         try:
             if _calls(rule.term, functions, "extender"):
                 # its answers are a server's, one call per node as the scalar form makes them; extender()
@@ -451,21 +451,32 @@ _STATIC_ATTRS = frozenset({"allocatable", "labels", "unschedulable", "max_pods",
                            "max_skew", "min_domains", "when_unsatisfiable", "images", "relations",
                            # what numa-aware reads of a task (compile.numa: its QoS, policy, per-container CPUs)
                            "guaranteed", "topology_policy", "container_cpus", "container_gpus"})
+# A node's measured load and capacity: fixed for the session.
+_STATIC_ATTRS = _STATIC_ATTRS | {"capacity", "cpu_usage", "memory_usage", "metrics_time"}
+# What a rule may read of the tasks on its node (`node.tasks`) and still be recomputed only for nodes
+# whose tasks changed: a task's status, placement and fields change only as it is placed on or taken
+# off a node, which changes that node's version (engine.state). Only for a rule that reads neither the
+# task it is asked about nor `cluster` (then every task it reads is one of the node's).
+_NODE_TASK_ATTRS = frozenset({"tasks", "status", "node_name", "started_at", "limits", "resreq", "best_effort"})
 # `numa` (a node's free CPUs for pinning) changes only with placements on that node, as its usage does
 _NODE_ATTRS = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count", "numa",
                          "pods_without_cpu_request", "pods_without_memory_request"})
 
 
-def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]]) -> tuple[str, frozenset[str]]:
+def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]],
+             task_param: str | None = None) -> tuple[str, frozenset[str]]:
     """'static', 'node', 'pods' or 'any' (what a node rule's answer depends on, see CompiledRule.depends),
     and the attribute names it reads. 'pods': it also counts placed pods (`compile.relations`)."""
     attrs: set[str] = set()
     seen: set[str] = set()
     placements: list[str] = []
+    names: set[str] = set()
 
     def walk(t: object) -> None:
         if isinstance(t, ir.GetAttr):
             attrs.add(t.name)
+        if isinstance(t, ir.Var):
+            names.add(t.name)
         if isinstance(t, ir.Var) and t.name == "$candidates":
             attrs.add("$candidates")  # candidate_nodes(): the scored group, different per call
         if isinstance(t, ir.Apply) and t.func in relations.PLACEMENT_FUNCTIONS:
@@ -498,6 +509,9 @@ def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]
         return "static", reads
     if attrs <= _STATIC_ATTRS | _NODE_ATTRS:
         return "node", reads
+    if task_param is not None and not names & {task_param, "cluster"} \
+            and attrs <= _STATIC_ATTRS | _NODE_ATTRS | _NODE_TASK_ATTRS:
+        return "node", reads  # of its node's tasks only (usage's shadow estimate)
     return "any", reads
 
 
