@@ -69,7 +69,8 @@ def main_case(c: Case) -> Case:
 def main_document(c: Case, doc: Document) -> Document:
     """Volcano v1.10's document with main's podgroup phase rule applied."""
     out = copy.deepcopy(doc)
-    closed = _groups_in(c, closed_queues(c))
+    # only enqueue holds a Pending job back; without it allocate admits the job on the spot, in both
+    closed = _groups_in(c, closed_queues(c)) if "enqueue" in c.conf.split("tiers")[0] else {}
     for key, status in out.get("podgroups", {}).items():
         status["phase"] = main_phase(status, input_phase=closed.get(key))
     return out
