@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import mmap
 import sys
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,47 @@ def test_a_malformed_object_deep_in_a_big_dump_is_located_exactly(
         assert found.span is not None
         line = text.splitlines()[found.span.line - 1]
         assert line[found.span.col - 1:].startswith('"2x"')  # (the YAML writer quotes it too)
+
+
+def test_a_mapped_dump_with_text_beyond_ascii_reads_and_locates_as_the_exact_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A big file is mapped into memory, not read (its pages handed back as objects are read): the same
+    # snapshot, and a mistake after multi-byte characters located by character, as the exact path does.
+    monkeypatch.setattr(dumpfile, "FAST_PATH_BYTES", 64 * 1024)
+    monkeypatch.setattr(dumpfile, "_RELEASE_EVERY", 3)
+    monkeypatch.setattr(dumpfile, "_RELEASE_CHUNKS", 1)
+    monkeypatch.setattr(dumpfile, "_CHUNK_BYTES", 4096)
+    big = _realistic(gen.Size("T", 6, 40))
+    pods = [o for o in big["items"] if o["kind"] == "Pod"]
+    for pod in pods:
+        pod["metadata"]["labels"]["team"] = "équipe-données-日本"
+
+    def written(fmt: str) -> str:  # the YAML writer escapes what is not ASCII: unescaped here, still valid
+        if fmt == "json":
+            return json.dumps(big, indent=4, ensure_ascii=False)
+        text = bench_dumps.to_yaml(big)
+        for value in ("équipe-données-日本", "1Gé"):
+            text = text.replace(json.dumps(value), json.dumps(value, ensure_ascii=False))
+        return text
+
+    for fmt in ("yaml", "json"):
+        text = written(fmt)
+        assert not text.isascii()
+        path = _write(tmp_path, f"mapped.{fmt}", text)
+        assert isinstance(dumpfile.read_input(path)[1], mmap.mmap)
+        _same(cluster.load_cluster(path, fast=False), cluster.load_cluster(path))
+    pods[-3]["spec"]["containers"][0]["resources"]["requests"]["memory"] = "1Gé"
+    for fmt in ("yaml", "json"):
+        text = written(fmt)
+        path = _write(tmp_path, f"mapped-bad.{fmt}", text)
+        with pytest.raises(PolicyError) as fast:
+            cluster.load_cluster(path)
+        with pytest.raises(PolicyError) as exact:
+            cluster.load_cluster(path, fast=False)
+        assert [d.render() for d in fast.value.diagnostics] == [d.render() for d in exact.value.diagnostics]
+        (found,) = fast.value.diagnostics
+        assert found.span is not None
+        assert text.splitlines()[found.span.line - 1][found.span.col - 1:].startswith('"1Gé"')
 
 
 def test_a_json_syntax_error_in_a_big_dump_is_located(tmp_path: Path, small_cluster: dict[str, Any]) -> None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gzip
+import mmap
 import os
 import re
 import sys
@@ -58,6 +59,12 @@ STDIN_NAME = "<stdin>"
 CONF_KEY = "volcano-scheduler.conf"
 UNREADABLE = "load.unreadable-file"
 _CHUNK_BYTES = 1 << 20  # YAML items parsed together; a chunk the fast path refuses is re-read item by item
+# A big file is mapped, not read: its pages are the kernel's file cache, and those this process has read are
+# handed back (`_Dump.release_pages`) every so many objects, so its resident memory holds the objects read
+# so far and a window of the file, not the whole file beside them (1.1 GB of an L dump's 2.1 GB peak).
+_RELEASE_EVERY = 2048  # JSON List items
+_RELEASE_CHUNKS = 32  # YAML chunks of _CHUNK_BYTES
+Buffer = bytes | mmap.mmap
 _GZIP_MAGIC = b"\x1f\x8b"
 _DOC_MARKER = re.compile(rb"^(?:---|\.\.\.)(?=[ \t\r\n]|$)", re.M)
 _CONTENT = re.compile(rb"^[ \t]*[^ \t\r\n#]", re.M)
@@ -106,13 +113,18 @@ def _shape_decoder(kind: str) -> msgspec.json.Decoder[Any] | None:
     return msgspec.json.Decoder(shapes.decoder_type(whole, f"{kind}Shape"))
 
 
-def read_input(raw: str | Path) -> tuple[str, bytes]:
-    """The name spans will use and the bytes of one input (decompressed); raises UnreadableFile."""
+def read_input(raw: str | Path) -> tuple[str, Buffer]:
+    """The name spans will use and the bytes of one input (decompressed; a big plain file mapped into memory,
+    read only); raises UnreadableFile."""
     if str(raw) == STDIN:
         return STDIN_NAME, sys.stdin.buffer.read()
     name = str(raw)
     try:
-        data = Path(raw).read_bytes()
+        with open(raw, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size >= FAST_PATH_BYTES and handle.read(2) != _GZIP_MAGIC:
+                return name, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            handle.seek(0)
+            data = handle.read()
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise textfile.UnreadableFile(name, reason, Span(name, 1, 1),
@@ -125,10 +137,10 @@ def read_input(raw: str | Path) -> tuple[str, bytes]:
     return name, data
 
 
-def is_json(name: str, data: bytes) -> bool:
+def is_json(name: str, data: Buffer) -> bool:
     base = name[:-3] if name.lower().endswith(".gz") else name
     if name == STDIN_NAME:
-        return data.lstrip()[:1] in (b"{", b"[")
+        return isinstance(data, bytes) and data.lstrip()[:1] in (b"{", b"[")  # (stdin is read, not mapped)
     return base.lower().endswith(".json")
 
 
@@ -149,7 +161,7 @@ def read_objects(raw: str | Path, problems: Problems, *, wanted: Callable[[str, 
         path = None if name == STDIN_NAME else str(raw)
         yield from _Dump(name, data, problems, wanted, path).objects()
         return
-    yield from _exact_objects(name, data, problems)
+    yield from _exact_objects(name, data if isinstance(data, bytes) else data[:], problems)
 
 
 def _unreadable(exc: textfile.UnreadableFile, problems: Problems) -> None:
@@ -205,7 +217,7 @@ class _Fallback(Exception):
 @dataclass(slots=True)
 class _Dump:
     name: str
-    _data: bytes | None
+    _data: Buffer | None
     problems: Problems
     wanted: Callable[[str, str], bool]
     # The input's path when it can be read again: its bytes are then let go once every object is read (an
@@ -217,14 +229,20 @@ class _Dump:
     _json_offsets: list[int] = field(default_factory=list)
 
     @property
-    def data(self) -> bytes:
+    def data(self) -> Buffer:
         if self._data is None:
             _, self._data = read_input(self._path or self.name)
         return self._data
 
+    def release_pages(self) -> None:
+        """Hand the pages of a mapped input this process has read back to the kernel's cache (they are read
+        again from there if used again): what is resident of the file is what was read since the last call."""
+        if isinstance(self._data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+            self._data.madvise(mmap.MADV_DONTNEED)
+
     def objects(self) -> Iterator[View]:
         data = self.data
-        bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+        bom = 3 if data[:3] == b"\xef\xbb\xbf" else 0
         try:
             self._check_utf8()
         except textfile.UnreadableFile as exc:
@@ -267,6 +285,8 @@ class _Dump:
             if text is None:
                 self._json_items = (start, end, items)
             for position, raw in enumerate(items):
+                if position % _RELEASE_EVERY == 0:
+                    self.release_pages()
                 # A JSON item's bytes are found only when a span is asked for.
                 region = _Region(start, end, item=position) if text is not None else self._json_item_region(position)
                 yield from self._one(raw, region)
@@ -396,13 +416,16 @@ class _Dump:
             yield from self._json_document(start, end, index=index, text=text)
             return
         chunk: list[tuple[int, int]] = []
-        size = 0
+        size = chunks = 0
+        self.release_pages()  # the list was scanned whole for its items
         for a, b in items:
             chunk.append((a, b))
             size += b - a
             if size >= _CHUNK_BYTES:
                 yield from self._yaml_chunk(chunk)
-                chunk, size = [], 0
+                chunk, size, chunks = [], 0, chunks + 1
+                if chunks % _RELEASE_CHUNKS == 0:
+                    self.release_pages()
         if chunk:
             yield from self._yaml_chunk(chunk)
 
@@ -493,23 +516,25 @@ class _Dump:
     def text(self) -> str:
         """The whole input as text, decoded once and remembered so diagnostics can quote its lines."""
         if self._text is None:
-            self._text = textfile.decode(self.name, self.data)
+            data = self.data
+            self._text = textfile.decode(self.name, data[:] if isinstance(data, mmap.mmap) else data)
             remember(SourceFile(self.name, self._text))
         return self._text
 
     def _check_utf8(self) -> None:
-        self._ascii = self.data.isascii()
+        self._ascii = _is_ascii(self.data)
         if not self._ascii:
             self.text()  # raises UnreadableFile, located, if it is not UTF-8
 
     def _char(self, offset: int) -> int:
         if self._ascii is None:
-            self._ascii = self.data.isascii()
+            self._ascii = _is_ascii(self.data)
         return offset if self._ascii else len(self.data[:offset].decode("utf-8", errors="replace"))
 
     def line_col(self, offset: int) -> tuple[int, int]:
         """0-based line and column (in characters) of byte `offset`."""
-        line = self.data.count(b"\n", 0, offset)
+        data = self.data
+        line = data.count(b"\n", 0, offset) if isinstance(data, bytes) else data[:offset].count(b"\n")
         line_start = self.data.rfind(b"\n", 0, offset) + 1
         col = len(self.data[line_start:offset].decode("utf-8", errors="replace"))
         return line, col
@@ -649,7 +674,14 @@ def _follow(root: Any, path: tuple[Any, ...] | None) -> Any:
     return node if isinstance(node, (dict, list)) else None
 
 
-def _has_content(data: bytes, start: int, end: int) -> bool:
+def _is_ascii(data: Buffer) -> bool:
+    if isinstance(data, bytes):
+        return data.isascii()
+    step = 64 << 20  # a mapped file, a slice at a time
+    return all(data[at:at + step].isascii() for at in range(0, len(data), step))
+
+
+def _has_content(data: Buffer, start: int, end: int) -> bool:
     """Whether bytes [start, end) hold more than a document marker, blank lines and comments."""
     marker = _DOC_MARKER.match(data, start, end)
     if marker is not None:
