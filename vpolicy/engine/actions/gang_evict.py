@@ -18,16 +18,17 @@ room domain by domain, inside the HyperNodes its `hypernode_gradient` rules allo
 allocatable covers its minResources, unless it already runs somewhere), the widest tier first and by
 name within a tier, at most the action's `maxDomains` (default 8) of them; victims, the room counted
 and the nodes its tasks are pipelined to all lie inside the domain, and the first domain where the job
-ends pipelined wins. Every other job has one domain, the whole cluster. Left out: a hard sub-group is
-not searched for its own domain inside the job's (its tasks go anywhere in the domain), and the
-plugin's `hypernode.gradient.evict.max-hypernodes` is taken at its default (8).
+ends pipelined wins. Every other job has one domain, the whole cluster. Inside it, a sub-group with a
+hard networkTopology goes inside one HyperNode of at most its tier (`_nominate`). Left out: the
+plugin's `hypernode.gradient.evict.max-hypernodes` is taken at its default (8), and a sub-group's own
+minResources do not prune its HyperNodes.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from functools import cmp_to_key
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -203,10 +204,11 @@ def allowed_bundles(bundles: list[Bundle], allowed: set[str], *, allow_whole: bo
 
 
 def place_with_victims(ctx: ActionContext, stmt: Statement, job: JobInfo, queue: QueueInfo, bundles: list[Bundle],
-                       pending: list[TaskInfo], *, action: str, nodes: list[NodeInfo] | None = None) -> bool:
+                       pending: list[TaskInfo], *, action: str, nodes: list[NodeInfo] | None = None,
+                       domain: str = hn.CLUSTER_ROOT) -> bool:
     """Take bundles cumulatively; once they could cover the demand, try evicting them all and pipelining
     every pending task. The first attempt that leaves the job pipelined stays in `stmt`. `nodes`: the
-    domain's (the whole cluster when None): the room counted and where the tasks may go."""
+    nodes of `domain` (the whole cluster when None): the room counted and where the tasks may go."""
     need = total(t.resreq for t in pending)
     within: np.ndarray | None = None
     if nodes is None:
@@ -221,7 +223,7 @@ def place_with_victims(ctx: ActionContext, stmt: Statement, job: JobInfo, queue:
         if not fits(need, room + total(t.resreq for t in chosen)):
             continue
         trial = ctx.statement()
-        if _nominate(ctx, trial, job, queue, chosen, pending, action=action, within=within):
+        if _nominate(ctx, trial, job, queue, chosen, pending, action=action, within=within, domain=domain):
             stmt.merge(trial)
             return True
         trial.discard()
@@ -229,15 +231,78 @@ def place_with_victims(ctx: ActionContext, stmt: Statement, job: JobInfo, queue:
 
 
 def _nominate(ctx: ActionContext, trial: Statement, job: JobInfo, queue: QueueInfo, victims: list[TaskInfo],
-              pending: list[TaskInfo], *, action: str, within: np.ndarray | None = None) -> bool:
-    """BuildNominationPlanInDomain for one domain and one sub-job: evict, then pipeline each task."""
-    rt, placement = ctx.runtime, ctx.placement
+              pending: list[TaskInfo], *, action: str, within: np.ndarray | None = None,
+              domain: str = hn.CLUSTER_ROOT) -> bool:
+    """BuildNominationPlanInDomain: evict, then pipeline the pending tasks inside the domain (`within`,
+    None: anywhere). A sub-group whose policy has a hard networkTopology goes inside one HyperNode of
+    the domain of at most its tier, the widest first and by name (as the plugin's eviction gradient),
+    all its pending tasks pipelined and the sub-group then ready or pipelined; sub-groups in
+    `sub_job_order`, tasks of no sub-group last; done once the job is pipelined (or, a job already
+    ready, after one sub-group)."""
+    rt = ctx.runtime
     rules = rt.rules("evictable")
     rule = rules[0].label.location if rules else ""
     for victim in victims:
         if victim.status is TaskStatus.RUNNING or victim.status is TaskStatus.BOUND:
             trial.evict(victim, action=action, for_job=job.key, rule=rule)
-    for task in pending:
+    evicted = bool(victims)
+    hard = [g for g in job.sub_groups if g.topology_mode == "hard"]
+    if not hard or not rt.rules("hypernode_gradient") or not ctx.state.topology.enabled:
+        return _pipeline_all(ctx, trial, queue, pending, within, evicted) and rt.job_pipelined(job)
+    from vpolicy.engine.actions.allocate_topology import sub_group_order
+
+    topo = ctx.state.topology
+    ready_rules = rt.rules("sub_job_ready")
+    was_ready = rt.job_ready(job)
+    grouped: set[str] = set()
+    for group in sub_group_order(ctx, job.sub_groups):
+        members = {t.uid for t in group.tasks}
+        grouped |= members
+        mine = [t for t in pending if t.uid in members and t.status is TaskStatus.PENDING]
+        if not mine or all(rt.ask(r, job, group) for r in ready_rules):
+            continue
+        placed = False
+        for sub in _sub_group_domains(ctx, group, domain) if group.topology_mode == "hard" else [domain]:
+            step = ctx.statement()
+            mask = topo.mask(sub) if within is None else within & topo.mask(sub)
+            if _pipeline_all(ctx, step, queue, mine, mask, evicted) and (
+                    all(rt.ask(r, job, group) for r in ready_rules) or rt.sub_job_pipelined(job, group)):
+                trial.merge(step)
+                placed = True
+                break
+            step.discard()
+        if not placed:
+            return False
+        if was_ready or rt.job_pipelined(job):
+            return True
+    rest = [t for t in pending if t.uid not in grouped]
+    return _pipeline_all(ctx, trial, queue, rest, within, evicted) and rt.job_pipelined(job)
+
+
+def _sub_group_domains(ctx: ActionContext, group: Any, domain: str) -> list[str]:
+    """The HyperNodes under `domain` (itself included) of at most the sub-group's tier, the widest tier
+    first and by name within a tier, at most `EVICT_MAX_HYPERNODES` (the plugin's eviction gradient)."""
+    tree = ctx.state.topology.tree
+    by_tier: dict[int, list[str]] = {}
+    for name in tree.descendants(domain):
+        if tree.tier(name) <= group.highest_tier_allowed:
+            by_tier.setdefault(tree.tier(name), []).append(name)
+    out: list[str] = []
+    for tier in sorted(by_tier, reverse=True):
+        names = sorted(by_tier[tier])
+        room = EVICT_MAX_HYPERNODES - len(out)
+        out.extend(names if len(names) <= room else names[len(names) - room:])
+        if len(out) >= EVICT_MAX_HYPERNODES:
+            break
+    return out
+
+
+def _pipeline_all(ctx: ActionContext, trial: Statement, queue: QueueInfo, tasks: list[TaskInfo],
+                  within: np.ndarray | None, evicted: bool) -> bool:
+    """Pipeline each pending task onto its best node among those where evicting could help (`within`:
+    a node-row mask) that fit it on FutureIdle and pass the predicates; False at the first that cannot."""
+    rt, placement = ctx.runtime, ctx.placement
+    for task in tasks:
         if task.status is not TaskStatus.PENDING:
             continue
         if not rt.allocatable(queue, task):
@@ -252,8 +317,8 @@ def _nominate(ctx: ActionContext, trial: Statement, job: JobInfo, queue: QueueIn
         node, _ = placement.best_node(task, candidates)
         if not fits(task.resreq, node.future_idle):
             return False
-        trial.pipeline(task, node.name, eviction_occurred=bool(victims))
-    return rt.job_pipelined(job)
+        trial.pipeline(task, node.name, eviction_occurred=evicted)
+    return True
 
 
 def _roi(bundle: Bundle, need: Resources) -> float:

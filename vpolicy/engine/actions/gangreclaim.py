@@ -78,6 +78,6 @@ def _reclaim_for(ctx: ActionContext, stmt: Statement, queue: QueueInfo, job: Job
         valid = gang_evict.allowed_bundles(ordered, allowed, allow_whole=allow_whole)
         if valid and gang_evict.place_with_victims(ctx, stmt, job, queue,
                                                    gang_evict.sort_bundles(valid, need, victim_first),
-                                                   pending, action=ACTION, nodes=nodes):
+                                                   pending, action=ACTION, nodes=nodes, domain=domain):
             return True
     return False
