@@ -4,16 +4,23 @@ source, each node gets Volcano's numbers and the time they were read, and the us
 on them as on a dump's annotations."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import urllib.parse
 from collections.abc import Iterator
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 import pytest
 
+from cluster_adapter.config import ClientSettings
+from cluster_adapter.kube.client import KubeClient
 from cluster_adapter.node_metrics import NodeMetrics, parse_interval
+from cluster_adapter.scheduler import Scheduler
+from tests.adapter.conftest import FAST_SCHEDULER, load, node, official_api, pod, podgroup, queue
+from tests.adapter.kubeemu import EmulatorThread
 from vpolicy.engine.session import run_session
 from vpolicy.harness import policy as policy_mod
 from vpolicy.load import conf as conf_loader
@@ -75,7 +82,7 @@ def serve() -> Iterator[Callable[[Answer], Server]]:
         s.close()
 
 
-LOADS = {"n1": (30.0, 50.0), "n2": (60.0, 50.0)}
+LOADS = {"n1": (30.0, 50.0), "n2": (60.0, 50.0), "n0": (70.0, 60.0)}
 
 
 def prometheus(method: str, path: str, body: dict[str, Any]) -> tuple[int, Any]:
@@ -202,3 +209,48 @@ def test_the_usage_plugin_decides_on_the_sources_numbers(serve: Callable[[Answer
     assert decided.binds == {"c1/p1": "n1"}
     # five minutes and more later the numbers are stale: both score 0 and the first node wins
     assert run_session(source.with_usage(snapshot), policy, now=NOW + 301).decisions.binds == {"c1/p1": "n2"}
+
+
+LIVE_CONF = """
+actions: "enqueue, allocate, shuffle"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: predicates
+  - name: proportion
+  - name: usage
+  - name: tdm
+  - name: rescheduling
+metrics:
+  type: prometheus
+  address: {url}
+  interval: 30s
+"""
+
+
+def test_the_live_scheduler_reads_the_conf_metrics_source_and_keeps_rule_run_times(
+        serve: Callable[[Answer], Server], tmp_path: Path) -> None:
+    """A live session: the nodes' load comes from the conf's Prometheus (n1 less loaded than n0, which
+    comes first), tdm's victim rule ran (a fresh scheduler's first session: its time is kept for the
+    next), rescheduling's did not (its first interval runs from the scheduler's start)."""
+    server = serve(prometheus)
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(LIVE_CONF.format(url=server.url))
+    emu = EmulatorThread(bookmark_interval=0.2).start()
+    kube = KubeClient(official_api(emu), ClientSettings(request_timeout_s=5, connect_timeout_s=2))
+    scheduler = Scheduler(kube, dataclasses.replace(FAST_SCHEDULER, conf=str(conf)))
+    try:
+        load(emu, [queue("default"), node("n0", cpu="4"), node("n1", cpu="4"), podgroup("pg"),
+                   pod("pg-0", group="pg")])
+        scheduler.start_informers()
+        assert scheduler.wait_synced(5)
+        report = scheduler.run_once()
+        assert report.document["binds"] == {"default/pg-0": "n1"}
+        assert scheduler.node_metrics is not None and sorted(scheduler.node_metrics.usage) == ["n0", "n1"]
+        assert set(scheduler.rule_runs) == {"tdm.closed_zone_victims"}
+    finally:
+        scheduler.stop.set()
+        kube.close()
+        emu.stop()
