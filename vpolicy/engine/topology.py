@@ -54,6 +54,15 @@ class HyperNodeInfo:
     def idle(self) -> Resources:
         return self._usage()[2]
 
+    @property
+    def future_idle(self) -> Resources:
+        """The nodes' FutureIdle summed (idle + releasing - pipelined), from the node arrays."""
+        arrays = self._state.arrays
+        if self._rows is None:
+            self._rows = np.array([arrays.row[n.name] for n in self.nodes], dtype=np.int64)
+        summed = arrays.future[self._rows].sum(axis=0)
+        return Resources({d: int(v) for d, v in zip(arrays.dims, summed.tolist()) if v})
+
     def _usage(self) -> tuple[int, Resources, Resources]:
         """(state version, used, idle), summed again only after the session state changed, and then
         only when the domain's nodes' usage is one not seen before (allocate's domain search tries a

@@ -26,7 +26,7 @@ import numpy as np
 from vpolicy.engine import domain_plan, optimize
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.heap import Queue
-from vpolicy.engine.placement import FitErrors
+from vpolicy.engine.placement import FitErrors, fits
 from vpolicy.engine.state import JobInfo, TaskInfo
 from vpolicy.engine.statement import Statement
 from vpolicy.engine.topology import SessionTopology
@@ -373,10 +373,21 @@ def domain_gradients(ctx: ActionContext, job: JobInfo) -> list[list[str]]:
         return [[hn.CLUSTER_ROOT]]  # a job with sub-groups only: its sub-groups pick their domains
     out = []
     for group in topo.gradients(hn.CLUSTER_ROOT):
-        allowed = [n for n in group if all(rt.ask(rule, job, topo.info(n)) for rule in rules)]
+        allowed = [n for n in group if all(rt.ask(rule, job, topo.info(n)) for rule in rules)
+                   and _holds_min_resources(topo, job, n)]
         if allowed:
             out.append(allowed)
     return out
+
+
+def _holds_min_resources(topo: SessionTopology, job: JobInfo, name: str) -> bool:
+    """Volcano main's FilterGradientsByMinResource: a domain whose nodes' Idle, or FutureIdle, summed
+    does not cover the job's minResources is not tried (not for a job already running somewhere, nor
+    one without minResources)."""
+    if job.allocated_hypernode or not job.has_min_resources:
+        return True
+    info = topo.info(name)
+    return fits(job.min_resources, info.idle) or fits(job.min_resources, info.future_idle)
 
 
 def unplaced_reason(topo: SessionTopology, job: JobInfo, pending: list[TaskInfo], tried: list[list[str]]) -> str:
