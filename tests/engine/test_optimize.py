@@ -563,6 +563,25 @@ def test_the_budget_counts_only_what_optimize_adds_to_volcanos_runs() -> None:
     assert decisions.stats["optimize"]["preempt"]["kept"] == "optimize"  # type: ignore[index]  # reason: stats JSON
 
 
+def test_time_the_session_waits_spends_none_of_the_budget() -> None:
+    """The budget counts the session thread's CPU (`optimize.budget_clock`), not the wall clock: on a
+    machine where the session waits for a core (here: sleeps inside optimize's own run), the run still
+    finishes within a budget far shorter than the wall time it took, and decides as it does unhurried."""
+    snap, policy = _preemption(), _policy(PREEMPT_CONF)
+    real_trial = optimize._trial
+
+    def waiting(ctx: ActionContext, run: Any, mode: str) -> optimize._Trial:
+        if mode == "optimize":
+            time.sleep(0.6)  # the session is descheduled for longer than the whole budget
+        return real_trial(ctx, run, mode)
+    unhurried = run_session(snap, replace(policy, optimize_budget_s=None), mode="optimize").decisions
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(optimize, "_trial", waiting)
+        waited = run_session(snap, replace(policy, optimize_budget_s=0.5), mode="optimize").decisions
+    assert waited.stats["optimize"]["preempt"]["kept"] == "optimize"  # type: ignore[index]  # reason: stats JSON
+    assert waited.to_document()["evictions"] == unhurried.to_document()["evictions"]
+
+
 def _zone_a(n: Node, *, cordoned: bool = False, ready: bool = True) -> Node:
     return replace(n, labels={"zone": "a"}, unschedulable=cordoned, ready=ready)
 
