@@ -63,7 +63,40 @@ def _placed_beyond_pod_slots(case: Case, volcano: Outcome, vpolicy: Outcome, lin
     return True
 
 
+def _has_pod_relations(pod: dict[str, Any]) -> bool:
+    spec = pod["spec"]
+    affinity = spec.get("affinity", {})
+    return bool(spec.get("topologySpreadConstraints") or affinity.get("podAffinity")
+                or affinity.get("podAntiAffinity") or any(
+                    p.get("hostPort") for c in spec.get("containers", []) for p in c.get("ports", [])))
+
+
+def _preempt_pipelines_without_predicate(case: Case, volcano: Outcome, vpolicy: Outcome, lines: list[str]) -> bool:
+    """The conf preempts and every difference is a pod with pod relations Volcano pipelined and vpolicy
+    did not."""
+    if "preempt" not in case.conf.split("tiers")[0] or not lines:
+        return False
+    pods = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o for o in case.objects if o["kind"] == "Pod"}
+    for line in lines:
+        words = line.split()
+        pod = pods.get(words[1].rstrip(":"))
+        if words[0] != "pipeline" or "vpolicy -" not in line or pod is None or not _has_pod_relations(pod):
+            return False
+    return True
+
+
 DIVERGENCES: tuple[Divergence, ...] = (
+    Divergence(
+        key="preempt-v1.10-pipelines-without-predicate",
+        go_line="pkg/scheduler/actions/preempt/preempt.go:291,315 (v1.10.0)",
+        why="version gap: v1.10.0's preempt pipelines the preemptor on a node once the queue is "
+            "Allocatable and its request fits FutureIdle, without asking the predicates again, so a "
+            "preemptor whose pod affinity, anti-affinity, topology spread or host port fails there "
+            "(resolvable failures pass the preempt-flavour predicate) is pipelined, with or without "
+            "evictions; main asks PredicateFn too (`preemptorFitsOnNode`), as vpolicy does. Matched when "
+            "the conf preempts and every difference is a pod with such terms that Volcano pipelined and "
+            "vpolicy did not.",
+        matches=_preempt_pipelines_without_predicate),
     Divergence(
         key="predicates-v1.10-passes-full-pod-slots",
         go_line="pkg/scheduler/plugins/predicates/predicates.go:395-403 (v1.10.0)",
