@@ -56,6 +56,9 @@ class Plan:
     pods: dict[str, list[int]]  # job key -> GPUs of the pods it still needs, largest first
     gpus: GpuCount
     deferred: list[JobInfo] = field(default_factory=list)  # refused while planned gangs held the room
+    # node row -> (its version in the node arrays, free GPUs then): `keeps` counts a node again only
+    # after it changed
+    _free: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def holds_room(self) -> bool:
         return bool(self.domains)
@@ -81,9 +84,13 @@ class Plan:
             return True
         topo = state.topology
         free = np.zeros(len(state.nodes), dtype=np.int64)
+        version = state.arrays.version
         for _key, name in involved:
-            rows = topo.node_rows(name)
-            free[rows] = [self.gpus(node.future_idle) for node in topo.info(name).nodes]
+            for row, node in zip(topo.node_rows(name).tolist(), topo.info(name).nodes):
+                kept = self._free.get(row)
+                if kept is None or kept[0] != version[row]:  # the node changed since: count again
+                    kept = self._free[row] = (int(version[row]), self.gpus(node.future_idle))
+                free[row] = kept[1]
         for key, name in involved:  # the plan's own order: largest gangs first
             chosen = _fit(topo, name, self.pods[key], free)
             if chosen is None:

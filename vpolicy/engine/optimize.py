@@ -131,12 +131,13 @@ class Packer:
                      reach: np.ndarray | None = None) -> int:
         """`__call__` among a few ascending `rows` (`scores` one per row): the same node, without masks
         over every node (a HyperNode's rows in a domain's dry run)."""
-        if self.gpu_cols and (gpus(task.resreq) or self._reaches_gpu_nodes(reach)):
+        wants = gpus(task.resreq) if self.gpu_cols else 0
+        if self.gpu_cols and (wants or self._reaches_gpu_nodes(reach)):
             available = self.arrays.idle_now if idle else self.arrays.future
             cols = self.gpu_cols
             free = available[rows, cols[0]] if len(cols) == 1 else available[rows][:, cols].sum(axis=1)
             keep: np.ndarray | None
-            if gpus(task.resreq):
+            if wants:
                 keep = free == free.min()
             else:
                 keep = free <= 0
