@@ -26,6 +26,7 @@ from conformance.generate import GROUP, Case
 Document = dict[str, Any]
 
 UNPLACEABLE = "conformance.vpolicy.dev/queue-not-open"  # a node label no generated node has
+_BEYOND_ANY_CLUSTER = {"cpu": "1000000", "memory": "1000000Gi"}
 _SCHEDULED = ("Running", "Bound", "Failed", "Succeeded", "Releasing")
 
 
@@ -47,10 +48,15 @@ def _groups_in(c: Case, queues: set[str]) -> dict[str, str]:
 
 
 def main_case(c: Case) -> Case:
-    """The case as main would act on it: no pending pod of a job in a non-Open queue can be placed.
+    """The case as main would act on it: no pending pod of a job in a non-Open queue can be placed, and
+    no Pending podgroup with minResources in such a queue is admitted by enqueue.
 
     The pods stay (proportion and capacity still count their requests, as main does); each gets a node
-    selector no node matches, so allocate, backfill, preempt and reclaim find no node for it.
+    selector no node matches, so allocate, backfill, preempt and reclaim find no node for it. Such a
+    podgroup's minResources are raised beyond any cluster, so v1.10's enqueue rejects it as main's does,
+    and without its side effects: overcommit counts a job's minResources only once it is enqueued, and
+    proportion and capacity only when they permit it (otherwise the admitted job would take room in
+    their `inqueue` that main leaves to the jobs of Open queues).
     """
     closed = closed_queues(c)
     if not closed:
@@ -62,6 +68,10 @@ def main_case(c: Case) -> Case:
                 and not o["spec"].get("nodeName"):
             o = copy.deepcopy(o)
             o["spec"]["nodeSelector"] = {**o["spec"].get("nodeSelector", {}), UNPLACEABLE: "true"}
+        elif o["kind"] == "PodGroup" and o["metadata"]["name"] in groups and o["spec"].get("minResources") \
+                and o.get("status", {}).get("phase", "Pending") == "Pending":
+            o = copy.deepcopy(o)
+            o["spec"]["minResources"] = {**o["spec"]["minResources"], **_BEYOND_ANY_CLUSTER}
         objects.append(o)
     return Case(c.family, c.seed, c.index, objects, c.conf)
 
