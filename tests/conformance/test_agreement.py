@@ -77,10 +77,10 @@ def test_role_label_case_is_drawn() -> None:
 
 
 # Open cases (differ + undecided) per case at scale: the rates of the 200-case table in docs/conformance.md
-# (seed 1: allocate 4%, enqueue 0.5%, preempt 2.5%, reclaim 5%, capacity 1%, backfill 18%, confs 7%)
-# with room for sampling noise; the goal is 0 everywhere.
-OPEN_RATE: dict[str, float] = {"allocate": 0.06, "enqueue": 0.015, "preempt": 0.04, "reclaim": 0.07, "capacity": 0.02,
-                               "backfill": 0.22, "confs": 0.09}
+# (the most of seeds 1-3 at 17:40 UTC: allocate 1%, enqueue 0%, preempt 1%, reclaim 1.5%, capacity 0.5%,
+# backfill 0%, confs 5.5%) with room for sampling noise; the goal is 0 everywhere.
+OPEN_RATE: dict[str, float] = {"allocate": 0.02, "enqueue": 0.01, "preempt": 0.02, "reclaim": 0.03, "capacity": 0.015,
+                               "backfill": 0.01, "confs": 0.07}
 
 
 @pytest.mark.slow
