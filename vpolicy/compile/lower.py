@@ -58,6 +58,9 @@ class CompiledRule:
     # A node rule that reads of its node only the node's HyperNodes (`compile.topology.by_domain`): it
     # answers every node of one lowest domain alike, so the engine asks it once per domain.
     by_domain: bool = False
+    # A node rule whose term names neither its task parameter nor `cluster` (`task_blind`): it answers
+    # every task alike on a node, so the engine keeps one answer per node for all of them.
+    task_blind: bool = False
     # An order rule that sorts by expressions of a single operand, one after the other (`order_keys_of`):
     # a queue of jobs or queues can then order by keys computed once per push. Empty for any other rule.
     order_keys: tuple["OrderKey", ...] = ()
@@ -214,7 +217,8 @@ class _Lowerer:
             except vcode.Unsupported:
                 pass
         return replace(rule, vector=vector, depends=depends, reads=reads,
-                       by_domain=topology.by_domain(rule.term, rule.params[1], functions))
+                       by_domain=topology.by_domain(rule.term, rule.params[1], functions),
+                       task_blind=task_blind(rule.term, functions, rule.params[0]))
 
     # parameters ----------------------------------------------------------------------------------
     def _param_value(self, decl: ast.Param) -> Any:
@@ -453,6 +457,16 @@ _STATIC_ATTRS = frozenset({"allocatable", "labels", "unschedulable", "max_pods",
                            "guaranteed", "topology_policy", "container_cpus", "container_gpus"})
 # A node's measured load and capacity: fixed for the session.
 _STATIC_ATTRS = _STATIC_ATTRS | {"capacity", "cpu_usage", "memory_usage", "metrics_time"}
+# A pod's or node's annotations: fixed for the session too (what a session writes goes to its decisions,
+# never back into the objects). A rule reading them is keyed by the annotations it reads
+# (`annotation_reads`), so pods that differ only in others (each job's group name) share its answers.
+_STATIC_ATTRS = _STATIC_ATTRS | {"annotations"}
+ANY_ANNOTATION = "annotations[*]"  # in a rule's reads: it reads annotations other than by a literal key
+
+
+def annotation_reads(key: str) -> str:
+    """The entry in a rule's reads for `x.annotations["key"]` with a literal key (see placement.task_key)."""
+    return f"annotations[{key}]"
 # What a rule may read of the tasks on its node (`node.tasks`) and still be recomputed only for nodes
 # whose tasks changed: a task's status, placement and fields change only as it is placed on or taken
 # off a node, which changes that node's version (engine.state). Only for a rule that reads neither the
@@ -471,8 +485,17 @@ def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]
     seen: set[str] = set()
     placements: list[str] = []
     names: set[str] = set()
+    annotations: set[str] = set()  # which annotations it reads (`annotation_reads`, ANY_ANNOTATION)
 
     def walk(t: object) -> None:
+        if isinstance(t, ir.GetIndex) and isinstance(t.obj, ir.GetAttr) and t.obj.name == "annotations" \
+                and isinstance(t.key, ir.Const) and isinstance(t.key.value, str):
+            annotations.add(annotation_reads(t.key.value))
+            attrs.add("annotations")
+            walk(t.obj.obj)
+            return
+        if isinstance(t, ir.GetAttr) and t.name == "annotations":
+            annotations.add(ANY_ANNOTATION)
         if isinstance(t, ir.GetAttr):
             attrs.add(t.name)
         if isinstance(t, ir.Var):
@@ -500,19 +523,43 @@ def classify(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]
             elif child is not None and not isinstance(child, (str, int, float, bool)):
                 walk(child)
     walk(term)
-    reads = frozenset(attrs)
+    return _depends(attrs, placements, names, task_param), frozenset(attrs | annotations)
+
+
+def _depends(attrs: set[str], placements: list[str], names: set[str], task_param: str | None) -> str:
+    """`classify`'s first answer, from the attribute names the term reads."""
     if placements and attrs <= _STATIC_ATTRS | _NODE_ATTRS:
-        return "pods", reads
+        return "pods"
     if placements:
-        return "any", reads
+        return "any"
     if attrs <= _STATIC_ATTRS:
-        return "static", reads
+        return "static"
     if attrs <= _STATIC_ATTRS | _NODE_ATTRS:
-        return "node", reads
+        return "node"
     if task_param is not None and not names & {task_param, "cluster"} \
             and attrs <= _STATIC_ATTRS | _NODE_ATTRS | _NODE_TASK_ATTRS:
-        return "node", reads  # of its node's tasks only (usage's shadow estimate)
-    return "any", reads
+        return "node"  # of its node's tasks only (usage's shadow estimate)
+    return "any"
+
+
+def task_blind(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]], task_param: str) -> bool:
+    """Whether a node rule cannot see the task it is asked about: neither its term nor a helper it calls
+    names the task parameter or `cluster` (a helper's own parameter of that name counts too: cautious)."""
+    seen: set[str] = set()
+
+    def walk(t: object) -> bool:
+        if isinstance(t, ir.Var) and t.name in (task_param, "cluster"):
+            return True
+        if isinstance(t, ir.CallUser) and t.func not in seen and t.func in functions:
+            seen.add(t.func)
+            if task_param in functions[t.func][0] or walk(functions[t.func][1]):
+                return True
+        if isinstance(t, tuple):
+            return any(walk(c) for c in t)
+        if isinstance(t, (str, int, float, bool)) or t is None:
+            return False
+        return any(walk(getattr(t, f)) for f in getattr(t, "__dataclass_fields__", {}))
+    return not walk(term)
 
 
 def _calls(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]], name: str) -> bool:

@@ -8,7 +8,9 @@ a deterministic choice keeps dry-runs reproducible).
 
 Speed: rules run over all nodes at once when they vectorise (`compile.vectorize`). Rules that depend
 only on the task's spec and fixed node fields are cached per task class; rules that read node usage are
-cached per node and recomputed only for nodes whose version changed. Above 100 nodes only a sample of
+cached per node and recomputed only for nodes whose version changed; a rule that never names its task
+(usage's score, a fold over the node's pods) keeps one answer per node for every task class, and a rule
+reading annotations by a literal key is keyed by those annotations only. Above 100 nodes only a sample of
 feasible nodes is searched, starting where the previous search stopped, as Volcano's
 `minimum-feasible-nodes` / `percentage-nodes-to-find` do. Fit errors are computed only when a task fits
 nowhere, by the exact scalar path, so their wording and order never depend on the fast path.
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Protocol
 import numpy as np
 
 from vpolicy.compile import ir
-from vpolicy.compile.lower import CompiledRule
+from vpolicy.compile.lower import ANY_ANNOTATION, CompiledRule
 from vpolicy.compile.vectorize import NodeBatch, ResMatrix
 from vpolicy.engine.runtime import RULE_FAILURES, Runtime, evaluate_clause
 from vpolicy.engine.state import NodeInfo, SessionState, TaskInfo
@@ -109,10 +111,20 @@ def task_key(task: TaskInfo, reads: frozenset[str]) -> tuple[Any, ...]:
             pod.tolerations)
     # `labels` is also a node field: a rule reading it may read the pod's, so they are part of the key
     labels = (tuple(sorted(task.labels.items())),) if "labels" in reads else ()
+    # likewise `annotations`, by the keys the rules read (not each job's group name), or all of them
+    annotations = _annotations_key(task, reads) if "annotations" in reads else ()
     # the task's terms and which of them it matches itself (engine.pod_relations), () for most tasks
     relations = (task.relations.key,) if reads & _RELATION_READS else ()
     images = (pod.relations.images,) if "images" in reads else ()
-    return spec + labels + relations + images + tuple(getattr(task, a) for a in _TASK_KEY_ATTRS if a in reads)
+    return spec + labels + annotations + relations + images + tuple(getattr(task, a) for a in _TASK_KEY_ATTRS if a in reads)
+
+
+def _annotations_key(task: TaskInfo, reads: frozenset[str]) -> tuple[Any, ...]:
+    """The task's annotations that rules reading `reads` can see (compile.lower.annotation_reads)."""
+    if ANY_ANNOTATION in reads:
+        return (tuple(sorted(task.annotations.items())),)
+    prefix = len("annotations[")
+    return tuple((r, task.annotations.get(r[prefix:-1])) for r in sorted(reads) if r.startswith("annotations["))
 
 
 def class_key(task: TaskInfo, reads: frozenset[str]) -> tuple[Any, ...]:
@@ -377,7 +389,7 @@ class Placement:
             return self._eval(rule, task, rows)
         if rule.depends == "pods":
             return self._pods_values(rule, task, rows)
-        key = task_key(task, rule.reads)
+        key = () if rule.task_blind else task_key(task, rule.reads)
         if rule.depends == "static":
             ck = (id(rule), key)
             full = self._static.get(ck)
@@ -584,15 +596,24 @@ class Placement:
             ok &= view.static_mask[rows]
         batch = self._batch(rows)
         for rule in self._node_predicates:
-            ok &= self._eval(rule, task, rows, batch).astype(bool)
+            ok &= self._node_values(rule, task, rows, batch).astype(bool)
         if view.found is not None and (view.feasible[rows] != ok).any():
             view.found = None
         view.feasible[rows] = ok
         if view.total is not None:
             total = np.zeros(len(rows))
             for rule, values in view.parts:
-                total += values[rows] if values is not None else self._eval(rule, task, rows, batch)
+                total += values[rows] if values is not None else self._node_values(rule, task, rows, batch)
             view.total[rows] = total
+
+    def _node_values(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray, batch: NodeBatch) -> np.ndarray:
+        """A node-usage rule's answers on a view's changed `rows`: a batched rule anew (numpy over the
+        rows costs less than keeping them), one with only a scalar form from the per-rule cache, which
+        the classes alike for it share (all of them for a rule blind to its task, as usage's score):
+        each changed node is then asked once, not once per class."""
+        if rule.vector is not None:
+            return self._eval(rule, task, rows, batch)
+        return self._rule_values(rule, task, rows)
 
     def _refresh_row(self, view: _ClassView, i: int) -> None:
         """`_refresh_rows` for one changed node, through the rules' scalar forms (the same answers).
@@ -630,21 +651,28 @@ class Placement:
         if ok and view.static_mask is not None:
             ok = bool(view.static_mask[i])
         node = self.node_list[i]
-        call = self.rt._call
+        call = self._node_value
         for rule in self._node_predicates:
             if not ok:
                 break
-            ok = bool(call(rule, task, node))
+            ok = bool(call(rule, task, node, i))
         if view.feasible[i] != ok:
             view.feasible[i] = ok
             view.found = None
         total = 0.0
         if view.total is not None:
             for rule, values in view.parts:
-                total += float(values[i]) if values is not None else float(call(rule, task, node))
+                total += float(values[i]) if values is not None else float(call(rule, task, node, i))
             view.total[i] = total
         if key is not None:
             view.seen[key] = (fits_idle, ok, total)
+
+    def _node_value(self, rule: CompiledRule, task: TaskInfo, node: NodeInfo, i: int) -> Any:
+        """`_node_values` on one row: a scalar-only rule's answer from the per-rule cache, otherwise
+        the rule's scalar form called."""
+        if rule.vector is not None or rule.depends != "node":
+            return self.rt._call(rule, task, node)
+        return self._rule_values(rule, task, np.array((i,)))[0]
 
     def _sample(self, found: np.ndarray, n: int) -> np.ndarray:
         """Volcano's node sampling among the feasible rows `found` of `n` nodes: above 100 nodes, stop
