@@ -70,6 +70,11 @@ def kind_of(schema: Schema) -> str:
     return str(schema.get("type", "any"))
 
 
+# Fields Volcano's main branch reads that its 1.10 chart (the newest the module proxy serves) does not
+# declare yet: numa-aware's GPU hints (api.GPUDetails) and the kubelet's podAllocations. A server with
+# the 1.10 CRDs prunes them, so there vpolicy sees no GPU topology, as Volcano 1.10 does.
+NEWER_THAN_1_10 = {"numatopologies.nodeinfo.volcano.sh": (".spec.gpuDetail", ".spec.podAllocations")}
+
 SHARED = ["queues.scheduling.volcano.sh", "podgroups.scheduling.volcano.sh", "jobs.batch.volcano.sh",
           "numatopologies.nodeinfo.volcano.sh"]  # deploy/'s CronJob and HyperNode: not in Volcano 1.10's chart
 
@@ -95,7 +100,12 @@ def test_every_field_our_crd_types_volcanos_has_with_the_same_type(
     [theirs] = volcano_crds[name]["spec"]["versions"]
     their_schema = theirs["schema"]["openAPIV3Schema"]
     problems = []
+    newer = NEWER_THAN_1_10.get(name, ())
+    problems += [f"{path}: listed as newer than Volcano 1.10 but in its CRD (drop it from the list)"
+                 for path in newer if find(their_schema, path) is not None]
     for path, schema in typed_paths(mine["schema"]["openAPIV3Schema"]):
+        if path.startswith(newer):
+            continue
         found = find(their_schema, path)
         if found is None:
             problems.append(f"{path}: not in Volcano's CRD (a server with it prunes the field)")
