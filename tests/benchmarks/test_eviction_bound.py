@@ -14,7 +14,8 @@ from tests.engine.build import node, pod, podgroup, running, snapshot
 from vpolicy.model.snapshot import PodGroupPhase
 
 
-@pytest.mark.parametrize("seed", [5, 8])  # S seeds whose preempt evicts GPU pods, the same in both modes
+@pytest.mark.parametrize("seed", [8, 11])  # S seeds whose preempt evicts GPU pods, the same in both modes (5 stopped
+# evicting any when preempt's within-job phase came to run for every starving job after each queue, 5a22765)
 def test_no_session_evicts_fewer_gpu_pods_than_the_bound(seed: int) -> None:
     """The bound is for optimize's preemptors; Volcano's run is held to it where it placed the same."""
     result = eviction_bound.check(gen.SIZES["S"], seed=seed, time_limit=30)
