@@ -82,6 +82,9 @@ class CompiledModule:
     helpers: dict[str, evaluate.Closure] = field(default_factory=dict)  # `functions` as closures
     properties: list[tuple[str, ir.Term, evaluate.Closure, ir.Label]] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
+    # the helpers' parameters declared `int` or `number` (as `functions` names them): the checker lets
+    # only numbers in, so generated code (`compile.pycode`) uses Python's operators on them
+    numeric_params: set[str] = field(default_factory=set)
 
 
 def compile_module(module: ast.Module, settings: Mapping[str, Any] | None = None) -> CompiledModule:
@@ -190,6 +193,8 @@ class _Lowerer:
             scope = {b.name: f"{name}.{b.name}" for b in fn.params or ()}
             term = self.lower(fn.value, scope)
             out.functions[name] = (tuple(scope.values()), term)
+            out.numeric_params.update(scope[b.name] for b in fn.params or ()
+                                      if b.type is not None and b.type.name in ("int", "number"))
             self.user_closures[name] = self._compile(term)
         out.helpers = self.user_closures
         if self.diags:
@@ -370,7 +375,7 @@ def _generate(module: CompiledModule, fns: dict[str, Callable[..., Any]]) -> Non
     if os.environ.get("VPOLICY_NO_CODEGEN"):
         return
     gen = pycode.Generator(fns)
-    gen.declare(module.functions)
+    gen.declare(module.functions, module.numeric_params)
     try:
         for name, (params, term) in module.functions.items():
             gen.add_function(name, params, term)

@@ -32,7 +32,7 @@ import math
 import re
 from contextlib import contextmanager
 from functools import reduce
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from vpolicy.compile import evaluate, ir, rewrite, share
 from vpolicy.compile.functions import FUNCTIONS as BUILTIN_IMPLS
@@ -143,9 +143,11 @@ class Generator:
         self._scope_ids = itertools.count(1)  # prefixes of the locals of nested scopes, unique in the module
         self._may_assign = True  # False inside a comprehension's iterable, where `:=` is a syntax error
 
-    def declare(self, functions: dict[str, tuple[tuple[str, ...], ir.Term]]) -> None:
+    def declare(self, functions: dict[str, tuple[tuple[str, ...], ir.Term]],
+                numeric_params: Iterable[str] = ()) -> None:
         """The module's helper functions, so a call's result type is known before its body is emitted
-        (and small ones can be inlined)."""
+        (and small ones can be inlined); `numeric_params`: their parameters declared `int` or `number`."""
+        self._numeric_binds.update(numeric_params)
         self._helpers.update(functions)
         self._function_terms.update({name: term for name, (_params, term) in functions.items()})
         self._rewriter = rewrite.Rewriter(self._helpers, self._functions, scalar=True)
