@@ -376,6 +376,7 @@ def _generate(module: CompiledModule, fns: dict[str, Callable[..., Any]]) -> Non
         return
     gen = pycode.Generator(fns)
     gen.declare(module.functions, module.numeric_params)
+    gen.declare_session(module.name, ((name, term) for name, term, _closure in module.session_lets))
     try:
         for name, (params, term) in module.functions.items():
             gen.add_function(name, params, term)

@@ -137,6 +137,7 @@ class Generator:
         self._numeric_memo: dict[str, bool] = {}
         # `let` names bound to a numeric value (the compiler makes each binding's name unique)
         self._numeric_binds: set[str] = set()
+        self._numeric_session: set[tuple[str, str]] = set()  # session constants known to be numbers
         self._rewriter = rewrite.Rewriter(self._helpers, functions, scalar=True)
         self._sharing = share.Sharing.none()  # of the function being written
         self._known = share.Known()  # at the point being written
@@ -151,6 +152,13 @@ class Generator:
         self._helpers.update(functions)
         self._function_terms.update({name: term for name, (_params, term) in functions.items()})
         self._rewriter = rewrite.Rewriter(self._helpers, self._functions, scalar=True)
+
+    def declare_session(self, module: str, lets: Iterable[tuple[str, ir.Term]]) -> None:
+        """The module's session constants in order: those whose term is a plain number (`numeric`, which
+        may read an earlier one) are numbers in generated code too."""
+        for name, term in lets:
+            if self.numeric(term):
+                self._numeric_session.add((module, name))
 
     # public ---------------------------------------------------------------------------------------
     def add_function(self, name: str, params: tuple[str, ...], term: ir.Term) -> None:
@@ -379,6 +387,8 @@ class Generator:
             return isinstance(t.value, (int, float))
         if isinstance(t, ir.Var):
             return t.name in self._numeric_binds
+        if isinstance(t, ir.SessionRef):
+            return (t.module, t.name) in self._numeric_session
         if isinstance(t, ir.Apply):
             return t.func in _NUMERIC_FUNCS
         if isinstance(t, ir.GetAttr):
