@@ -33,6 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from vpolicy.engine.actions.context import ActionContext
+from vpolicy.engine.heap import PriorityQueue
 from vpolicy.engine.placement import fits
 from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
@@ -201,6 +202,59 @@ def allowed_bundles(bundles: list[Bundle], allowed: set[str], *, allow_whole: bo
         elif kept:
             out.append(Bundle(SAFE, b.job, kept, total(t.resreq for t in kept), ZERO))
     return out
+
+
+def run_turns(ctx: ActionContext, action: str,
+              find_room: Callable[[ActionContext, Statement, QueueInfo, JobInfo, bool], bool], *,
+              skip: Callable[[QueueInfo], bool] | None = None) -> None:
+    """Both actions' loop: queues in queue order (`skip` leaves some out), in each its starving jobs in
+    job order; `find_room(ctx, stmt, queue, job, allow_whole)` evicts and pipelines into a statement
+    that is committed only when the job is then pipelined, and a job that got room comes back for
+    another turn (Volcano pushes it back)."""
+    rt = ctx.runtime
+    allow_whole = allow_whole_bundle(ctx, action)
+    queues, starving = starving_jobs(ctx)
+    order: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before, queues)
+    while not order.empty():
+        queue = order.pop()
+        if skip is not None and skip(queue):
+            continue
+        jobs: PriorityQueue[JobInfo] = PriorityQueue(rt.job_before, starving.get(queue.name, []))
+        while not jobs.empty():
+            job = jobs.pop()
+            stmt = ctx.statement()
+            assigned = find_room(ctx, stmt, queue, job, allow_whole)
+            if rt.job_pipelined(job):
+                stmt.commit()
+                if assigned:
+                    jobs.push(job)
+            else:
+                stmt.discard()
+
+
+def evict_in_domains(ctx: ActionContext, stmt: Statement, job: JobInfo, queue: QueueInfo, pending: list[TaskInfo],
+                     candidate: Callable[[TaskInfo], bool], victim_first: Callable[[Bundle, Bundle], bool], *,
+                     action: str, allow_whole: bool) -> bool:
+    """Look for room for the job domain by domain (`candidate_domains`): in each, the bundles of the
+    `candidate` tasks on its nodes, ordered with `victim_first` and filtered by the policy's
+    `evictable` rules, are taken until the job is pipelined there. Whether a domain gave it room."""
+    rt = ctx.runtime
+    need = total(t.resreq for t in pending)
+    for domain in candidate_domains(ctx, job, action):
+        if not rt.job_starving(job):
+            break
+        nodes = domain_nodes(ctx, domain)
+        bundles = candidate_bundles(ctx, candidate, nodes) if nodes else []
+        if not bundles:
+            continue
+        ordered = sort_bundles(bundles, need, victim_first)
+        flat = [t for b in ordered for t in b.tasks]
+        allowed = {t.uid for t in rt.evictable(action, job, flat)}
+        valid = allowed_bundles(ordered, allowed, allow_whole=allow_whole)
+        if valid and place_with_victims(ctx, stmt, job, queue, sort_bundles(valid, need, victim_first),
+                                        pending, action=action, nodes=nodes, domain=domain):
+            return True
+    return False
 
 
 def place_with_victims(ctx: ActionContext, stmt: Statement, job: JobInfo, queue: QueueInfo, bundles: list[Bundle],

@@ -13,39 +13,18 @@ from __future__ import annotations
 
 from vpolicy.engine.actions import gang_evict
 from vpolicy.engine.actions.context import ActionContext
-from vpolicy.engine.heap import PriorityQueue
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
-from vpolicy.model.resources import total
 from vpolicy.model.snapshot import TaskStatus
 
 ACTION = "gangreclaim"
 
 
 def run(ctx: ActionContext) -> None:
-    rt = ctx.runtime
-    allow_whole = gang_evict.allow_whole_bundle(ctx, ACTION)
-    queues, starving = gang_evict.starving_jobs(ctx)
-    order: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before, queues)
-    while not order.empty():
-        queue = order.pop()
-        if rt.overused(queue):
-            continue
-        jobs: PriorityQueue[JobInfo] = PriorityQueue(rt.job_before, starving.get(queue.name, []))
-        while not jobs.empty():
-            job = jobs.pop()
-            stmt = ctx.statement()
-            assigned = _reclaim_for(ctx, stmt, queue, job, allow_whole=allow_whole)
-            if rt.job_pipelined(job):
-                stmt.commit()
-                if assigned:
-                    jobs.push(job)
-            else:
-                stmt.discard()
+    gang_evict.run_turns(ctx, ACTION, _reclaim_for, skip=ctx.runtime.overused)
 
 
-def _reclaim_for(ctx: ActionContext, stmt: Statement, queue: QueueInfo, job: JobInfo, *,
-                 allow_whole: bool) -> bool:
+def _reclaim_for(ctx: ActionContext, stmt: Statement, queue: QueueInfo, job: JobInfo, allow_whole: bool) -> bool:
     """Whether room was found for the job in one of its domains (the evictions and pipelines in `stmt`)."""
     rt = ctx.runtime
     pending = gang_evict.pending_demand(ctx, job)
@@ -58,26 +37,10 @@ def _reclaim_for(ctx: ActionContext, stmt: Statement, queue: QueueInfo, job: Job
                 and victim.queue is not job.queue and victim.queue.reclaimable
                 and gang_evict.gang_evictable_job(victim))
 
-    need = total(t.resreq for t in pending)
-
     def victim_first(a: gang_evict.Bundle, b: gang_evict.Bundle) -> bool:
         if a.job.queue is b.job.queue:
             return False  # not told apart: the next criterion decides
         return rt.victim_queue_before(a.job.queue, b.job.queue, queue)
 
-    for domain in gang_evict.candidate_domains(ctx, job, ACTION):
-        if not rt.job_starving(job):
-            break
-        nodes = gang_evict.domain_nodes(ctx, domain)
-        bundles = gang_evict.candidate_bundles(ctx, candidate, nodes) if nodes else []
-        if not bundles:
-            continue
-        ordered = gang_evict.sort_bundles(bundles, need, victim_first)
-        flat = [t for b in ordered for t in b.tasks]
-        allowed = {t.uid for t in rt.evictable(ACTION, job, flat)}
-        valid = gang_evict.allowed_bundles(ordered, allowed, allow_whole=allow_whole)
-        if valid and gang_evict.place_with_victims(ctx, stmt, job, queue,
-                                                   gang_evict.sort_bundles(valid, need, victim_first),
-                                                   pending, action=ACTION, nodes=nodes, domain=domain):
-            return True
-    return False
+    return gang_evict.evict_in_domains(ctx, stmt, job, queue, pending, candidate, victim_first, action=ACTION,
+                                       allow_whole=allow_whole)
