@@ -15,28 +15,13 @@ This module asserts nothing.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import statistics
-import time
 
-from benchmarks import generate as gen
-from vpolicy.engine.session import CompiledPolicy, run_session
-from vpolicy.harness.policy import from_conf
-from vpolicy.load import conf as conf_loader
+from benchmarks import plugin_cost
 from vpolicy.model.numa import POD_POLICY_ANNOTATION, CpuInfo, NumaTopology
 from vpolicy.model.snapshot import ClusterSnapshot
 
 POLICY = "single-numa-node"
-
-
-def confs() -> tuple[CompiledPolicy, CompiledPolicy]:
-    base = conf_loader.default_conf_text()
-    with_numa = base.replace("  - name: nodeorder\n", "  - name: nodeorder\n  - name: numa-aware\n", 1)
-    if with_numa == base:
-        raise RuntimeError("Volcano's default conf has no nodeorder line to put numa-aware after")
-    return (from_conf(conf_loader.parse_conf_text(base, file="default.conf")),
-            from_conf(conf_loader.parse_conf_text(with_numa, file="numa.conf")))
 
 
 def pinned(snapshot: ClusterSnapshot) -> ClusterSnapshot:
@@ -50,31 +35,9 @@ def pinned(snapshot: ClusterSnapshot) -> ClusterSnapshot:
     return dataclasses.replace(snapshot, numatopologies=topologies, pods=pods)
 
 
-def timed(snapshot: ClusterSnapshot, policy: CompiledPolicy, runs: int) -> tuple[float, int]:
-    seconds, binds = [], 0
-    for _ in range(runs):
-        t0 = time.process_time()
-        result = run_session(snapshot, policy)
-        seconds.append(time.process_time() - t0)
-        binds = len(result.decisions.binds)
-    return statistics.median(seconds), binds
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", choices=sorted(gen.SIZES), default="S")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
-    generated = gen.generate(gen.SIZES[args.size], "steady", seed=args.seed)
-    base, numa = confs()
-    rows = (("default conf", generated.snapshot, base), ("+ numa-aware, no Numatopology", generated.snapshot, numa),
-            ("+ numa-aware, CPU nodes pinned", pinned(generated.snapshot), numa))
-    print(f"steady {args.size} seed {args.seed}, median of {args.runs} runs")
-    for label, snapshot, policy in rows:
-        seconds, binds = timed(snapshot, policy, args.runs)
-        print(f"{label:34s} {seconds:7.2f} s CPU   binds {binds}")
+def variants(snapshot: ClusterSnapshot, _seed: int) -> list[tuple[str, ClusterSnapshot]]:
+    return [("+ numa-aware, no Numatopology", snapshot), ("+ numa-aware, CPU nodes pinned", pinned(snapshot))]
 
 
 if __name__ == "__main__":
-    main()
+    plugin_cost.main(__doc__.split("\n\n")[0], "numa-aware", variants)
