@@ -551,33 +551,28 @@ def _depends(attrs: set[str], placements: list[str], names: set[str], task_param
 def task_blind(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]], task_param: str) -> bool:
     """Whether a node rule cannot see the task it is asked about: neither its term nor a helper it calls
     names the task parameter or `cluster` (a helper's own parameter of that name counts too: cautious)."""
-    seen: set[str] = set()
-
-    def walk(t: object) -> bool:
-        if isinstance(t, ir.Var) and t.name in (task_param, "cluster"):
-            return True
-        if isinstance(t, ir.CallUser) and t.func not in seen and t.func in functions:
-            seen.add(t.func)
-            if task_param in functions[t.func][0] or walk(functions[t.func][1]):
-                return True
-        if isinstance(t, tuple):
-            return any(walk(c) for c in t)
-        if isinstance(t, (str, int, float, bool)) or t is None:
-            return False
-        return any(walk(getattr(t, f)) for f in getattr(t, "__dataclass_fields__", {}))
-    return not walk(term)
+    return not _reaches(term, functions, lambda t: isinstance(t, ir.Var) and t.name in (task_param, "cluster"),
+                        params_hit=lambda params: task_param in params)
 
 
 def _calls(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]], name: str) -> bool:
     """Whether `term`, or a helper it calls, calls the built-in `name`."""
+    return _reaches(term, functions, lambda t: isinstance(t, ir.Apply) and t.func == name)
+
+
+def _reaches(term: ir.Term, functions: dict[str, tuple[tuple[str, ...], ir.Term]], hit: Callable[[object], bool], *,
+             params_hit: Callable[[tuple[str, ...]], bool] = lambda _params: False) -> bool:
+    """Whether `hit` holds of a node of `term` or of the body of a helper it calls, each helper walked
+    once; `params_hit` also counts a called helper by its parameter names."""
     seen: set[str] = set()
 
     def walk(t: object) -> bool:
-        if isinstance(t, ir.Apply) and t.func == name:
+        if hit(t):
             return True
         if isinstance(t, ir.CallUser) and t.func not in seen and t.func in functions:
             seen.add(t.func)
-            if walk(functions[t.func][1]):
+            params, body = functions[t.func]
+            if params_hit(params) or walk(body):
                 return True
         if isinstance(t, tuple):
             return any(walk(c) for c in t)
