@@ -6,14 +6,13 @@ pending pod, queue status, timings). It is pure: the clock is passed in, nothing
 """
 from __future__ import annotations
 
-import gc
 import time
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import tzinfo
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
+from vpolicy import collector
 from vpolicy.engine.actions import ACTIONS
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.feasibility import check_unplaced_gangs, describe
@@ -69,32 +68,10 @@ def run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float
     last ran in this scheduler (the previous sessions' `Decisions.rule_runs`; none: never). `timezone`:
     the zone `time_of_day` reads the clock in (Volcano: the scheduler's local time; default UTC).
     `started`: when the scheduler started (`every ... from start` rules; none: at `now`, a fresh one)."""
-    with _collector_paused():
+    with collector.paused():  # a session frees nothing before it ends (vpolicy.collector)
         return _run_session(snapshot, policy, now=now, solver_budget_s=solver_budget_s,
                             scheduler_names=scheduler_names, mode=mode, last_runs=last_runs,
                             timezone=timezone, scheduler_started=started)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause CPython's cyclic garbage collector for one session.
-
-    A session allocates a few objects per pod (task views, aggregates, heap entries) and frees nothing
-    before it ends, so the collector has nothing to reclaim; but every time its oldest generation fills
-    it walks every live object, the snapshot's pods included: 15% of a 100,000-pod session. The
-    session's own cycles (a job and its tasks) are collected after it, when the caller's setting is
-    back. Reference counting still frees everything acyclic as it goes."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            # the first allocation after this walks what the session allocated as generation 0 (about
-            # 0.1 s at L); moving it to the oldest generation untraversed (gc.freeze + unfreeze) would
-            # save that, but the collector would not count it there and never collect it again: each
-            # session's cycles would stay for good (1,200 small sessions grew a process by 230 MB)
-            gc.enable()
 
 
 def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float, solver_budget_s: float,
