@@ -36,10 +36,13 @@ class Oracle:
         return subprocess.Popen([str(self._binary), "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True, bufsize=1)
 
-    def run(self, cluster_json: str, conf: str) -> Document:
+    def run(self, cluster_json: str, conf: str, *, ties: str = "random") -> Document:
+        """Volcano's session on the case. `ties="first"`: equally scored nodes go to the one first in the
+        dump, as vpolicy's do, instead of Volcano's random draw (conformance/oracle/ties.go): one of the
+        outcomes Volcano can produce."""
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._count += 1
-        line = json.dumps({"id": str(self._count), "cluster": cluster_json, "conf": conf})
+        line = json.dumps({"id": str(self._count), "cluster": cluster_json, "conf": conf, "ties": ties})
         try:
             self._proc.stdin.write(line + "\n")
             self._proc.stdin.flush()

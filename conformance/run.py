@@ -3,7 +3,9 @@
 For each case of each family: Volcano's session (the oracle, `--runs` times: it breaks ties at random),
 then vpolicy's on the same objects and conf. The case agrees when vpolicy's outcome is one Volcano
 produced (`conformance.compare`, up to interchangeable nodes). A case that does not is run through the
-oracle `--confirm` more times; if Volcano answered the same every time, the difference is real: it is
+oracle once more with its ties among equally scored nodes going to the node first in the dump, as
+vpolicy's do (one of Volcano's possible outcomes: agree-tie when vpolicy's equals it), then `--confirm`
+more times; if Volcano answered the same every time, the difference is real: it is
 checked against the listed divergences (`conformance.divergences`), else shrunk (objects dropped while
 the difference stays) and written as a scenario file whose expectation is Volcano's outcome. A case
 where Volcano itself answered differently from run to run and vpolicy matched none is `undecided`.
@@ -40,10 +42,10 @@ class Verdict:
     note: str = ""
 
 
-def run_volcano(c: Case, oracle: Oracle) -> Document:
+def run_volcano(c: Case, oracle: Oracle, *, ties: str = "random") -> Document:
     """Volcano's decisions on `c`, as main-branch Volcano would make them (`conformance.version_gap`)."""
     seen_by_main = version_gap.main_case(c)
-    return version_gap.main_document(c, oracle.run(seen_by_main.cluster_json(), c.conf))
+    return version_gap.main_document(c, oracle.run(seen_by_main.cluster_json(), c.conf, ties=ties))
 
 
 def judge(c: Case, oracle: Oracle, *, runs: int = 3, confirm: int = 17) -> Verdict:
@@ -65,6 +67,15 @@ def judge(c: Case, oracle: Oracle, *, runs: int = 3, confirm: int = 17) -> Verdi
     if mine in seen:
         return Verdict("agree" if len(seen) == 1 else "agree-tie", volcano=volcano_docs[0], vpolicy_ms=vp_ms,
                        volcano_ms=volcano_ms)
+    try:  # Volcano with its draws among equally scored nodes made as vpolicy makes them: one of its outcomes
+        first_of_equal = run_volcano(c, oracle, ties="first")
+    except VolcanoPanic as exc:
+        return Verdict("volcano-panic", [str(exc).splitlines()[0][:300]])
+    except EngineError as exc:
+        return Verdict("error", [str(exc)])
+    if outcome(first_of_equal, classes, groups) == mine:
+        return Verdict("agree-tie", volcano=first_of_equal, vpolicy_ms=vp_ms, volcano_ms=volcano_ms,
+                       note="Volcano's outcome when its ties among equal nodes go to the first")
     for _ in range(confirm):
         try:
             d = run_volcano(c, oracle)

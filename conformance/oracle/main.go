@@ -42,6 +42,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file")
 	flag.StringVar(&backfillFlavour, "backfill", "main",
 		"main: the backfill of Volcano's main branch (backfill_main.go); v1.10: v1.10.0's own")
+	ties := flag.String("ties", "random", "random: Volcano's own draw among equally scored nodes; first: the one first in the dump (ties.go)")
 	flag.StringVar(&reclaimFlavour, "reclaim", "main",
 		"main: the reclaim loop of Volcano's main branch as the reference reads it (reclaim_main.go); v1.10: v1.10.0's own")
 	flag.Parse()
@@ -86,7 +87,7 @@ func main() {
 	if confStr == "" {
 		confStr = scheduler.DefaultSchedulerConf
 	}
-	doc, err := runSession(c, confStr)
+	doc, err := runSession(c, confStr, *ties)
 	if err != nil {
 		fail(err.Error())
 	}
@@ -101,6 +102,7 @@ type batchCase struct {
 	ID      string `json:"id"`
 	Cluster string `json:"cluster"`
 	Conf    string `json:"conf"`
+	Ties    string `json:"ties,omitempty"` // random (the default) or first (ties.go)
 }
 
 type batchResult struct {
@@ -160,7 +162,7 @@ func runCase(bc batchCase) (doc *document, errText string) {
 	if confStr == "" {
 		confStr = scheduler.DefaultSchedulerConf
 	}
-	doc, err := runSession(c, confStr)
+	doc, err := runSession(c, confStr, bc.Ties)
 	if err != nil {
 		return nil, err.Error()
 	}

@@ -102,11 +102,23 @@ var backfillFlavour = "main"
 var reclaimFlavour = "main"
 
 // runSession fills a fresh cache with the cluster, opens a session with the conf, runs its actions,
-// closes it, and returns what it decided.
-func runSession(c *cluster, confStr string) (*document, error) {
+// closes it, and returns what it decided. ties "first": equally scored nodes go to the one first in
+// the dump (ties.go), else Volcano draws at random.
+func runSession(c *cluster, confStr string, ties string) (*document, error) {
 	actions, tiers, configurations, _, err := scheduler.UnmarshalSchedulerConf(confStr)
 	if err != nil {
 		return nil, fmt.Errorf("volcano-scheduler.conf: %v", err)
+	}
+	switch ties {
+	case "", "random":
+	case "first":
+		tiers = withFirstOfEqualNodes(tiers)
+	default:
+		return nil, fmt.Errorf("ties must be random or first, not %q", ties)
+	}
+	nodeRank = make(map[string]int, len(c.Nodes))
+	for i, n := range c.Nodes {
+		nodeRank[n.Name] = i
 	}
 	evictions := &evictionLog{reasons: map[string]string{}}
 	// An unbuffered FakeRecorder drops events; the default one blocks after 100 of them.
@@ -136,6 +148,11 @@ func runSession(c *cluster, confStr string) (*document, error) {
 	for _, rq := range c.ResourceQuotas {
 		sc.AddResourceQuota(rq)
 	}
+	stopInformers, err := addExtraObjects(sc, c)
+	if err != nil {
+		return nil, err
+	}
+	defer stopInformers()
 	loadMs := msSince(loadStart)
 
 	releasingBefore := map[api.TaskID]bool{}
