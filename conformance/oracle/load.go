@@ -16,9 +16,12 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	nodeinfov1alpha1 "volcano.sh/apis/pkg/apis/nodeinfo/v1alpha1"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
 
@@ -32,6 +35,13 @@ type cluster struct {
 	Queues         []*vcv1beta1.Queue
 	PriorityClass  []*schedulingv1.PriorityClass
 	ResourceQuotas []*v1.ResourceQuota
+	// what plugins read beside the cache's own objects (extra_objects.go)
+	PDBs           []*policyv1.PodDisruptionBudget
+	Numatopologies []*nodeinfov1alpha1.Numatopology
+	PVs            []*v1.PersistentVolume
+	PVCs           []*v1.PersistentVolumeClaim
+	StorageClasses []*storagev1.StorageClass
+	CSINodes       []*storagev1.CSINode
 	Conf           string // from a ConfigMap in the dump; empty when there is none
 }
 
@@ -189,6 +199,45 @@ func (c *cluster) addObject(where string, raw json.RawMessage) error {
 			return err
 		}
 		c.ResourceQuotas = append(c.ResourceQuotas, o)
+	case tm.Kind == "PodDisruptionBudget" && group == "policy":
+		o := &policyv1.PodDisruptionBudget{}
+		if err := decode(o); err != nil {
+			return err
+		}
+		c.PDBs = append(c.PDBs, o)
+	case tm.Kind == "Numatopology" && group == "nodeinfo.volcano.sh":
+		o := &nodeinfov1alpha1.Numatopology{}
+		if err := decode(o); err != nil {
+			return err
+		}
+		c.Numatopologies = append(c.Numatopologies, o)
+	case tm.Kind == "PersistentVolume" && group == "":
+		o := &v1.PersistentVolume{}
+		if err := decode(o); err != nil {
+			return err
+		}
+		c.PVs = append(c.PVs, o)
+	case tm.Kind == "PersistentVolumeClaim" && group == "":
+		o := &v1.PersistentVolumeClaim{}
+		if err := decode(o); err != nil {
+			return err
+		}
+		if o.Namespace == "" {
+			o.Namespace = "default"
+		}
+		c.PVCs = append(c.PVCs, o)
+	case tm.Kind == "StorageClass" && group == "storage.k8s.io":
+		o := &storagev1.StorageClass{}
+		if err := decode(o); err != nil {
+			return err
+		}
+		c.StorageClasses = append(c.StorageClasses, o)
+	case tm.Kind == "CSINode" && group == "storage.k8s.io":
+		o := &storagev1.CSINode{}
+		if err := decode(o); err != nil {
+			return err
+		}
+		c.CSINodes = append(c.CSINodes, o)
 	case tm.Kind == "ConfigMap" && group == "":
 		o := &v1.ConfigMap{}
 		if err := decode(o); err != nil {

@@ -1,0 +1,94 @@
+package main
+
+// What plugins read beside the cache's jobs, nodes and queues, given to Volcano the way its own code
+// would see them:
+//   - PodDisruptionBudgets: the pdb plugin lists them from the cache's informer factory
+//     (ssn.InformerFactory().Policy().V1().PodDisruptionBudgets().Lister()); they go into that informer's
+//     store, as Volcano's pdb_test.go puts them there.
+//   - Numatopologies: the cache's own event handler (AddNumaInfoV1alpha1) turns each into the node's
+//     NumaInfo, as its Numatopology informer would.
+//   - PersistentVolumes, claims, StorageClasses and CSINodes: the predicates plugin's VolumeZone and
+//     NodeVolumeLimits read them through listers of the same factory, and the cache's volume binder
+//     (statement.Allocate -> GetPodVolumes / AllocateVolumes) through assume caches that only informer
+//     events fill. So they are created in the cache's fake clientset and the factory is started, as
+//     vc-scheduler starts it, then stopped once the session is over.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	vccache "volcano.sh/volcano/pkg/scheduler/cache"
+)
+
+// addExtraObjects feeds the cluster's extra objects to the cache; the returned function stops the
+// informers it started (a no-op when it started none).
+func addExtraObjects(sc *vccache.SchedulerCache, c *cluster) (func(), error) {
+	factory := sc.SharedInformerFactory()
+	pdbStore := factory.Policy().V1().PodDisruptionBudgets().Informer().GetStore()
+	for _, pdb := range c.PDBs {
+		if err := pdbStore.Add(pdb); err != nil {
+			return nil, fmt.Errorf("PodDisruptionBudget %s/%s: %v", pdb.Namespace, pdb.Name, err)
+		}
+	}
+	for _, topo := range c.Numatopologies {
+		sc.AddNumaInfoV1alpha1(topo)
+	}
+	if len(c.PVs)+len(c.PVCs)+len(c.StorageClasses)+len(c.CSINodes) == 0 {
+		return func() {}, nil
+	}
+
+	client, ctx := sc.Client(), context.TODO()
+	create := metav1.CreateOptions{}
+	for _, o := range c.StorageClasses {
+		if _, err := client.StorageV1().StorageClasses().Create(ctx, o, create); err != nil {
+			return nil, fmt.Errorf("StorageClass %s: %v", o.Name, err)
+		}
+	}
+	for _, o := range c.CSINodes {
+		if _, err := client.StorageV1().CSINodes().Create(ctx, o, create); err != nil {
+			return nil, fmt.Errorf("CSINode %s: %v", o.Name, err)
+		}
+	}
+	for _, o := range c.PVs {
+		if _, err := client.CoreV1().PersistentVolumes().Create(ctx, o, create); err != nil {
+			return nil, fmt.Errorf("PersistentVolume %s: %v", o.Name, err)
+		}
+	}
+	for _, o := range c.PVCs {
+		if _, err := client.CoreV1().PersistentVolumeClaims(o.Namespace).Create(ctx, o, create); err != nil {
+			return nil, fmt.Errorf("PersistentVolumeClaim %s/%s: %v", o.Namespace, o.Name, err)
+		}
+	}
+	// Our own handlers on the informers the volume binder's assume caches listen to: once each has seen
+	// every object, the binder's handlers (served by the same informer, in the same order) have been
+	// handed them too.
+	pvSeen, pvcSeen := watchCount(factory.Core().V1().PersistentVolumes().Informer()),
+		watchCount(factory.Core().V1().PersistentVolumeClaims().Informer())
+	stop := make(chan struct{})
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	deadline := time.Now().Add(5 * time.Second)
+	for pvSeen() < len(c.PVs) || pvcSeen() < len(c.PVCs) {
+		if time.Now().After(deadline) {
+			close(stop)
+			return nil, fmt.Errorf("informers did not deliver the %d PersistentVolumes and %d claims",
+				len(c.PVs), len(c.PVCs))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(5 * time.Millisecond) // the binder's own listeners run beside ours
+	return func() { close(stop) }, nil
+}
+
+// watchCount registers a handler counting the objects an informer delivers.
+func watchCount(informer cache.SharedIndexInformer) func() int {
+	seen := make(chan struct{}, 1<<16)
+	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(interface{}) { seen <- struct{}{} },
+	})
+	return func() int { return len(seen) }
+}
