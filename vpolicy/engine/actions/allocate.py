@@ -18,7 +18,7 @@ from vpolicy.engine.heap import Queue
 from vpolicy.engine.placement import FitErrors
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
-from vpolicy.model.snapshot import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
+from vpolicy.model.snapshot import READY_STATUSES, PodGroupPhase, TaskStatus
 
 
 def run(ctx: ActionContext) -> None:
@@ -159,9 +159,17 @@ def _continue_allocating(job: JobInfo, failed_roles: set[str]) -> bool:
     if not members or job.min_available >= total:
         for role in failed_roles:
             want = members.get(role, 0)
-            if want and job.role_count(role, ALLOCATED_STATUSES) < want:
+            if want and _role_occupied(job, role) < want:
                 return False
         return True
     hopeful = job.ready_count + sum(1 for t in job.tasks if t.status is TaskStatus.PENDING
                                     and t.role not in failed_roles)
     return hopeful >= job.min_available
+
+
+def _role_occupied(job: JobInfo, role: str) -> int:
+    """Volcano's getJobAllocatedRoles for one role: its tasks allocated or succeeded, and its pending
+    best-effort tasks, which need no node to count (api/job_info.go, v1.10.0 and main)."""
+    return sum(1 for t in job.tasks if t.role == role and (
+        t.status in READY_STATUSES or (t.status is TaskStatus.PENDING and t.best_effort)))
+
