@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.compare import Outcome
-from conformance.generate import Case
+from conformance.generate import GROUP, Case
+from vpolicy.model.quantity import parse_quantity
 
 
 @dataclass(frozen=True)
@@ -23,14 +24,146 @@ class Divergence:
     matches: Callable[[Case, Outcome, Outcome, list[str]], bool]
 
 
+Resources = dict[str, float]
+_DIMS = ("cpu", "memory")
+_MIN_RESOURCE = 0.1  # Volcano's minResource: a dimension below it counts as empty
+
+
+def _reclaims_with_capacity(case: Case) -> bool:
+    return "reclaim" in case.conf.split("tiers")[0] and "name: capacity" in case.conf
+
+
+def _requests(pod: dict[str, Any]) -> Resources:
+    """cpu (millicores) and memory (bytes) a pod asks for, as Volcano's Resreq counts them."""
+    out = {d: 0.0 for d in _DIMS}
+    for container in pod["spec"].get("containers", []):
+        for d, text in container.get("resources", {}).get("requests", {}).items():
+            if d in out:
+                out[d] += parse_quantity(text, d)
+    return out
+
+
+def _resources(spec: dict[str, Any] | None) -> Resources:
+    return {d: float(parse_quantity(spec[d], d)) if spec and d in spec else 0.0 for d in _DIMS}
+
+
+def _plus(a: Resources, b: Resources, sign: float = 1.0) -> Resources:
+    return {d: a[d] + sign * b[d] for d in _DIMS}
+
+
+@dataclass(frozen=True)
+class _CapacityView:
+    """What v1.10.0's capacity plugin holds at session start (non-hierarchical): each pod's queue and
+    request, each queue's allocated and deserved (spec.deserved lowered to the queue's request, raised
+    to its guarantee: capacity.go:78-166)."""
+    pods: dict[str, dict[str, Any]]
+    queue_of: dict[str, str]
+    allocated: dict[str, Resources]
+    deserved: dict[str, Resources]
+
+
+def _capacity_view(case: Case) -> _CapacityView:
+    queues = {o["metadata"]["name"]: o for o in case.objects if o["kind"] == "Queue"}
+    group_queue = {f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}": o["spec"].get("queue", "default")
+                   for o in case.objects if o["kind"] == "PodGroup"}
+    pods = {f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}": o
+            for o in case.objects if o["kind"] == "Pod"}
+    queue_of: dict[str, str] = {}
+    zero = {d: 0.0 for d in _DIMS}
+    allocated: dict[str, Resources] = {}
+    request: dict[str, Resources] = {}
+    for key, pod in pods.items():
+        group = pod["metadata"].get("annotations", {}).get(GROUP)
+        queue = group_queue.get(f"{pod['metadata'].get('namespace', 'default')}/{group}")
+        if queue is None:
+            continue
+        queue_of[key] = queue
+        phase = pod.get("status", {}).get("phase", "Pending")
+        releasing = bool(pod["metadata"].get("deletionTimestamp"))
+        placed = bool(pod["spec"].get("nodeName")) and phase in ("Pending", "Running") and not releasing
+        if placed:
+            allocated[queue] = _plus(allocated.get(queue, zero), _requests(pod))
+        if placed or (phase == "Pending" and not pod["spec"].get("nodeName")):
+            request[queue] = _plus(request.get(queue, zero), _requests(pod))
+    deserved = {}
+    for name, q in queues.items():
+        spec = _resources(q["spec"].get("deserved"))
+        guarantee = _resources(q["spec"].get("guarantee", {}).get("resource"))
+        wanted = request.get(name, zero)
+        deserved[name] = {d: max(min(spec[d], wanted[d]), guarantee[d]) for d in _DIMS}
+    return _CapacityView(pods, queue_of, allocated, deserved)
+
+
+def _subject(line: str) -> str:
+    return line.split()[1].rstrip(":")
+
+
 def _capacity_reclaims_on_any_dimension(case: Case, volcano: Outcome, vpolicy: Outcome, lines: list[str]) -> bool:
-    """The conf reclaims with the capacity plugin and every difference is a pod vpolicy's reclaim
-    pipelined or evicted where Volcano did nothing (vpolicy reclaims on a dimension below deserved)."""
-    actions = case.conf.split("tiers")[0]
-    if "reclaim" not in actions or "name: capacity" not in case.conf:
+    """The conf reclaims with capacity; some pods vpolicy's reclaim pipelined, Volcano did not, and
+    vpolicy's placements take each such pod's queue beyond its deserved on a dimension the pod asks
+    for (v1.10.0 refuses a task there, main takes any one dimension within deserved); the other
+    differences are pods of those queues Volcano pipelined instead and evictions."""
+    if not _reclaims_with_capacity(case) or not lines:
         return False
-    return bool(lines) and all((line.startswith("pipeline ") and ": volcano -," in line) or
-                               (line.startswith("evict ") and line.endswith("only vpolicy")) for line in lines)
+    view = _capacity_view(case)
+    extra = [_subject(line) for line in lines if line.startswith("pipeline ") and ": volcano -," in line]
+    if not extra:
+        return False
+    queues = {view.queue_of.get(pod) for pod in extra}
+    for line in lines:
+        if line.startswith("evict ") or (line.startswith("pipeline ") and ": volcano -," in line):
+            continue
+        if not (line.startswith("pipeline ") and line.endswith("vpolicy -") and view.queue_of.get(_subject(line)) in queues):
+            return False
+    zero = {d: 0.0 for d in _DIMS}
+    evicted = set(vpolicy.evictions)
+    for pod in extra:
+        queue = view.queue_of.get(pod)
+        if queue is None:
+            return False
+        used = view.allocated.get(queue, zero)
+        for other, _ in (*vpolicy.binds, *vpolicy.pipelined):
+            if view.queue_of.get(other) == queue:
+                used = _plus(used, _requests(view.pods[other]))
+        for other in evicted:
+            if view.queue_of.get(other) == queue:
+                used = _plus(used, _requests(view.pods[other]), -1.0)
+        asks = _requests(view.pods[pod])
+        if not any(asks[d] > 0 and used[d] - view.deserved[queue][d] >= _MIN_RESOURCE for d in _DIMS):
+            return False
+    return True
+
+
+def _capacity_v110_takes_zero_deserved_dimension(case: Case, volcano: Outcome, vpolicy: Outcome,
+                                                 lines: list[str]) -> bool:
+    """The conf reclaims with capacity and every difference is an eviction Volcano made (and pods it
+    pipelined) where the victim asks for a cpu or memory dimension its queue deserves none of, while its
+    queue stays within deserved on every dimension it deserves: v1.10.0 takes such a victim (its queue's
+    allocated is not <= deserved), main compares only the dimensions deserved defines."""
+    if not _reclaims_with_capacity(case) or not lines:
+        return False
+    view = _capacity_view(case)
+    victims = [_subject(line) for line in lines if line.startswith("evict ") and line.endswith("only volcano")]
+    if not victims:
+        return False
+    for line in lines:
+        if not ((line.startswith("evict ") and line.endswith("only volcano"))
+                or (line.startswith("pipeline ") and line.endswith("vpolicy -"))):
+            return False
+    zero = {d: 0.0 for d in _DIMS}
+    for pod in victims:
+        queue = view.queue_of.get(pod)
+        if queue is None:
+            return False
+        asks, deserved = _requests(view.pods[pod]), view.deserved[queue]
+        allocated = view.allocated.get(queue, zero)
+        deserves_none = [d for d in _DIMS if asks[d] > 0 and deserved[d] < _MIN_RESOURCE]
+        deserves_some = [d for d in _DIMS if asks[d] > 0 and deserved[d] >= _MIN_RESOURCE]
+        if not deserves_none or not deserves_some:
+            return False
+        if any(allocated[d] > deserved[d] for d in deserves_some):
+            return False
+    return True
 
 
 def _overfull_nodes(case: Case, volcano: Outcome) -> set[str]:
@@ -114,10 +247,24 @@ DIVERGENCES: tuple[Divergence, ...] = (
             "task's request stays within deserved on every dimension the task asks for "
             "(LessEqualWithDimension), though its comment says one dimension suffices; main does what the "
             "comment says (LessEqualPartlyWithDimensionZeroFiltered), and vpolicy follows main. Matched "
-            "when the conf reclaims with capacity and every difference is a pod vpolicy's reclaim pipelined "
-            "or evicted where Volcano did nothing (a loose test: it cannot tell this gap from another "
-            "difference of the same shape).",
+            "when the conf reclaims with capacity, some pods vpolicy's reclaim pipelined and Volcano did not, "
+            "vpolicy's placements take each one's queue beyond its deserved on a dimension the pod asks for, "
+            "and the other differences are evictions and pods of those queues Volcano pipelined instead (a "
+            "smaller task that stays within deserved on every dimension).",
         matches=_capacity_reclaims_on_any_dimension),
+    Divergence(
+        key="capacity-v1.10-reclaims-zero-deserved-dimension",
+        go_line="pkg/scheduler/plugins/capacity/capacity.go:245 (v1.10.0)",
+        why="version gap: v1.10.0's capacity takes a reclaimee whenever its queue's allocated is not <= "
+            "deserved (`allocated.LessEqual(attr.deserved, api.Infinity)`), so a queue whose deserved is 0 "
+            "on cpu or memory loses any pod asking for that dimension; main compares only the dimensions "
+            "the queue's deserved defines (`checkDeservedExceedance`: GreaterPartlyWithRelevantDimensions "
+            "skips a cpu or memory deserved below minResource; a victim sharing no dimension with deserved "
+            "is taken at once by `isImmediateVictim`), and vpolicy follows main. Matched when the conf "
+            "reclaims with capacity and every difference is an eviction Volcano made, and pods it "
+            "pipelined, where each victim asks for a dimension its queue deserves none of and another it "
+            "deserves, with its queue within deserved on the latter.",
+        matches=_capacity_v110_takes_zero_deserved_dimension),
 )
 
 
