@@ -172,4 +172,3 @@ def _role_occupied(job: JobInfo, role: str) -> int:
     best-effort tasks, which need no node to count (api/job_info.go, v1.10.0 and main)."""
     return sum(1 for t in job.tasks if t.role == role and (
         t.status in READY_STATUSES or (t.status is TaskStatus.PENDING and t.best_effort)))
-
