@@ -35,7 +35,7 @@ TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect":
 PRIORITY_CLASSES = (("low", 10), ("normal", 100), ("high", 1000))
 
 FAMILIES = ("allocate", "enqueue", "preempt", "reclaim", "capacity", "backfill", "confs", "tdm", "task-topology",
-            "usage", "resourcequota", "sla", "rescheduling", "cdp")
+            "usage", "resourcequota", "sla", "rescheduling", "cdp", "nodegroup", "pdb")
 
 
 @dataclass
@@ -743,11 +743,97 @@ def _cdp(rng: random.Random) -> tuple[Builder, str]:
     return b, conf_text(rng.choice(("enqueue, allocate, preempt", "enqueue, preempt")), tiers)
 
 
+NODEGROUP = "volcano.sh/nodegroup-name"
+NODE_GROUPS = ("g1", "g2", "g3")
+QUEUE_NAME = "volcano.sh/queue-name"
+
+
+def _group_affinity(rng: random.Random) -> Obj:
+    """A queue's spec.affinity: each of the four lists drawn from the node groups, some empty."""
+    def some() -> list[str]:
+        return rng.sample(NODE_GROUPS, rng.choice((0, 0, 1, 1, 2)))
+    affinity: Obj = {}
+    required, preferred = some(), some()
+    if required or preferred:
+        affinity["nodeGroupAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": required,
+                                         "preferredDuringSchedulingIgnoredDuringExecution": preferred}
+    anti_required, anti_preferred = some(), rng.sample(NODE_GROUPS, rng.choice((0, 0, 0, 1)))
+    if anti_required or anti_preferred:
+        affinity["nodeGroupAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": anti_required,
+                                             "preferredDuringSchedulingIgnoredDuringExecution": anti_preferred}
+    return affinity
+
+
+def _nodegroup(rng: random.Random) -> tuple[Builder, str]:
+    """Nodes in node groups (label `volcano.sh/nodegroup-name`, a few unlabelled), queues with node-group
+    affinity and anti-affinity, required and preferred (some without any: no node for their jobs), pods
+    of an allocate-like workload labelled with their queue (`volcano.sh/queue-name`: where v1.10.0 reads
+    the queue, main reads the job's; the same queue here). nodegroup comes last in the conf: v1.10.0's
+    predicate answers a passing node with a FitError of status Success, which ends Session.PredicateFn
+    before the plugins after it (nodegroup.go:222-236 at v1.10.0); main returns nil."""
+    b = Builder(rng)
+    for cpu, mem in distinct_sizes(rng, rng.randint(2, 6)):
+        group = rng.choice((*NODE_GROUPS, *NODE_GROUPS, ""))
+        b.node(cpu, mem, pods=rng.randint(3, 10), labels={NODEGROUP: group} if group else None)
+    queues = []
+    for i in range(rng.randint(1, 3)):
+        queues.append(b.queue(f"q{i}", weight=rng.randint(1, 3)))
+        affinity = _group_affinity(rng) if rng.random() < 0.85 else {}
+        if affinity:
+            b.queues[-1]["spec"]["affinity"] = affinity
+    for _ in range(rng.randint(1, 4)):
+        count = rng.randint(1, 3)
+        queue = rng.choice(queues)
+        pg = b.podgroup(queue, rng.randint(1, count), phase=rng.choice(("Pending", "Inqueue", "Inqueue")),
+                        priority_class=rng.choice(("", "low", "high")))
+        for _ in range(count):
+            selector = {"zone": rng.choice(ZONES)} if rng.random() < 0.15 else None
+            b.pod(pg, rng.randint(1, 10) * 250, rng.randint(1, 10) * 256, node_selector=selector,
+                  labels={QUEUE_NAME: queue}, priority=rng.choice((1, 10, 100)))
+    _running_load(b, rng, queues)
+    tiers: list[list[str | tuple[str, dict[str, Any]]]] = [
+        ["priority", "gang", "conformance"], ["overcommit", "drf", "predicates", "proportion", "nodeorder"]]
+    if rng.random() < 0.5:
+        tiers[1].remove("nodeorder")  # the group score alone orders the nodes
+    tiers[1].append("nodegroup")
+    return b, conf_text(rng.choice(("enqueue, allocate", "enqueue, allocate, backfill")), tiers)
+
+
+PDB_APPS = ("a", "b", "c")
+
+
+def _pdb(rng: random.Random) -> tuple[Builder, str]:
+    """A preempt- or reclaim-family cluster whose running pods carry an `app` label (some none: never a
+    victim while pdb is on), and PodDisruptionBudgets selecting one app each (disjoint, so no pod counts
+    against two budgets: Volcano spends a disruption of every budget selecting a victim, vpolicy of the
+    first only, docs/plugins.md), with 0-2 disruptions allowed and sometimes a pod already disrupted;
+    pdb beside priority and gang in the first tier."""
+    reclaim = rng.random() < 0.35
+    b, conf = (_reclaim if reclaim else _preempt)(rng)
+    for pod in b.pods:
+        if pod["status"]["phase"] == "Running" and rng.random() < 0.85:
+            pod["metadata"]["labels"]["app"] = rng.choice(PDB_APPS)
+    running = [p["metadata"]["name"] for p in b.pods if p["status"]["phase"] == "Running"]
+    for app in PDB_APPS:
+        if rng.random() < 0.3:
+            continue
+        status: Obj = {"disruptionsAllowed": rng.choice((0, 0, 1, 1, 2)), "currentHealthy": 1, "desiredHealthy": 1,
+                       "expectedPods": 1}
+        if running and rng.random() < 0.3:
+            status["disruptedPods"] = {rng.choice(running): "2026-01-01T00:00:00Z"}
+        spec: Obj = {"selector": {"matchLabels": {"app": app}}, "minAvailable": 1}
+        b.extra.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                        "metadata": {"name": f"pdb-{app}", "namespace": NS if rng.random() < 0.9 else "other"},
+                        "spec": spec, "status": status})
+    conf = conf.replace("  - name: conformance\n", "  - name: conformance\n  - name: pdb\n", 1)
+    return b, conf
+
+
 _FAMILY_BUILDERS: dict[str, Callable[[random.Random], tuple[Builder, str]]] = {
     "allocate": _allocate, "enqueue": _enqueue, "preempt": _preempt, "reclaim": _reclaim,
     "capacity": _capacity, "backfill": _backfill, "confs": _confs, "tdm": _tdm, "task-topology": _task_topology,
     "usage": _usage, "resourcequota": _resourcequota, "sla": _sla, "rescheduling": _rescheduling,
-    "cdp": _cdp,
+    "cdp": _cdp, "nodegroup": _nodegroup, "pdb": _pdb,
 }
 
 

@@ -319,6 +319,10 @@ class NodeInfo:
         # tasks on the node without a cpu / a memory request (kube-scheduler's NonZeroRequested defaults)
         self.pods_without_cpu_request = 0
         self.pods_without_memory_request = 0
+        # tasks this session evicted here: Volcano's Statement.Evict runs the predicates plugin's
+        # DeallocateFunc, which takes the pod out of the kube NodeInfo its pod-count check reads
+        # (predicates.go, v1.10.0 and main), while releasing pods of the snapshot stay in it
+        self.evicted_here = 0
         self.gpus: Any = None  # the node's GPU cards in the session (engine.devices.NodeGpus); None: no inventory
         self.numa: Any = None  # its free CPUs per NUMA node (engine.numa.NodeNuma); None: no Numatopology
         self.hypernode = ""  # its lowest HyperNode (engine.topology binds it)
@@ -343,7 +347,8 @@ class NodeInfo:
 
     @property
     def pod_count(self) -> int:
-        return len(self.tasks)
+        """The pods kube-scheduler's NodeInfo holds: every task here but those this session evicted."""
+        return len(self.tasks) - self.evicted_here
 
     @property
     def max_pods(self) -> int:
@@ -596,6 +601,8 @@ class SessionState:
         request = task.resreq if sign > 0 else -task.resreq
         pipelined = task.status is TaskStatus.PIPELINED
         releasing = task.status is TaskStatus.RELEASING
+        if releasing and task.original_status is not TaskStatus.RELEASING:
+            node.evicted_here += sign
         if pipelined:
             node.pipelined = node.pipelined + request
         else:
@@ -608,7 +615,7 @@ class SessionState:
         i = arrays.row[node.name]
         # dimensions no node has are left out, as in `vector`
         arrays.move(i, task.resreq, "pipelined" if pipelined else "releasing" if releasing else "used", sign)
-        arrays.pod_count[i] = len(node.tasks)
+        arrays.pod_count[i] = node.pod_count
         if no_cpu or no_memory:
             arrays.without_request[i] += (sign * no_cpu, sign * no_memory)
         arrays.version[i] += 1
@@ -623,7 +630,7 @@ class SessionState:
         arrays.used[i] = arrays.vector(node.used)
         arrays.releasing[i] = arrays.vector(node.releasing)
         arrays.pipelined[i] = arrays.vector(node.pipelined)
-        arrays.pod_count[i] = len(node.tasks)
+        arrays.pod_count[i] = node.pod_count
         arrays.without_request[i] = (node.pods_without_cpu_request, node.pods_without_memory_request)
         arrays.idle_now[i] = arrays.allocatable[i] - arrays.used[i]
         arrays.future[i] = arrays.idle_now[i] + arrays.releasing[i] - arrays.pipelined[i]
