@@ -57,6 +57,9 @@ class FitErrors:
 
     nodes: dict[str, list[str]] = field(default_factory=dict)
     message: str = ""
+    # nodes whose failure is UnschedulableAndUnresolvable (the first failing rule is `unresolvable`):
+    # the evicting actions skip them for this task (`Placement.preempt_rows`)
+    unresolvable: set[str] = field(default_factory=set)
     _text: str | None = field(default=None, repr=False, compare=False)  # summary, asked per pending pod
 
     def add(self, node: str, reasons: list[str]) -> None:
@@ -504,6 +507,8 @@ class Placement:
                 break
             passed = self._rule_values(rule, task, undecided).astype(bool)
             for i in undecided[~passed]:
+                if rule.unresolvable:
+                    errors.unresolvable.add(self._names[i])
                 env[rule.params[0]], env[rule.params[1]] = task, self.node_list[i]
                 reasons[int(i)] = [evaluate_clause(rule, rule.reason, env, part="reason") if rule.reason
                                    else f"rule {rule.label.rule_id} failed"]
@@ -700,6 +705,8 @@ class Placement:
             failure = self.rt.predicate(task, node)
             if failure is not None:
                 errors.add(node.name, [failure.reason])
+                if failure.unresolvable:
+                    errors.unresolvable.add(node.name)
                 continue
             found.append(node)
         return found
@@ -723,12 +730,19 @@ class Placement:
         """Nodes where evicting could help (`preempt_rows`)."""
         return [self.node_list[i] for i in self.preempt_rows(task)]
 
-    def preempt_rows(self, task: TaskInfo) -> np.ndarray:
-        """Rows of the nodes where evicting could help, ascending: a node is excluded only when its
-        *first* failing predicate rule is `unresolvable` (the chain stops at the first failure, as
-        Volcano's predicates do)."""
+    def preempt_rows(self, task: TaskInfo, recorded: FitErrors | None = None) -> np.ndarray:
+        """Rows of the nodes where evicting could help, ascending: a node is excluded when its *first*
+        failing predicate rule is `unresolvable` (the chain stops at the first failure, as Volcano's
+        predicates do), and when `recorded`, the fit errors an earlier action of the session kept for
+        the task, found it so then: Volcano's preempt and reclaim start from
+        `GetUnschedulableAndUnresolvableNodesForTask` (v1.10.0 framework/session.go:291, main's
+        `FilterOutUnschedulableAndUnresolvableNodesForTask`), which reads those errors as they were,
+        though a pod placed since may now satisfy the task's pod affinity there."""
         undecided = np.ones(len(self.node_list), dtype=bool)
         excluded = np.zeros(len(self.node_list), dtype=bool)
+        if recorded is not None and recorded.unresolvable:
+            row = self.arrays.row
+            excluded[[row[name] for name in recorded.unresolvable if name in row]] = True
         for rule in self.predicates:
             rows = np.flatnonzero(undecided)
             if not len(rows):

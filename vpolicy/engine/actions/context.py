@@ -17,6 +17,13 @@ from vpolicy.engine.victim_reuse import FailMemo
 from vpolicy.model.snapshot import PodGroupPhase, TaskStatus
 
 
+def unresolvable_before(ctx: ActionContext, task: TaskInfo) -> frozenset[str]:
+    """The nodes an earlier action of the session found UnschedulableAndUnresolvable for `task` (its
+    kept fit errors), which the evicting actions leave out for it (`Placement.preempt_rows`)."""
+    recorded = ctx.fit_errors.get(task.uid)
+    return frozenset(recorded.unresolvable) if recorded is not None else frozenset()
+
+
 _NODE_MEMO_KINDS = 4  # preemptor kinds whose per-node answers are kept (see ActionContext.kept_per_node)
 T = TypeVar("T")
 

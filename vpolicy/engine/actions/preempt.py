@@ -13,7 +13,7 @@ import numpy as np
 
 from vpolicy.engine import optimize
 from vpolicy.engine.actions import preempt_plan
-from vpolicy.engine.actions.context import ActionContext
+from vpolicy.engine.actions.context import ActionContext, unresolvable_before
 from vpolicy.engine.actions.evict_common import fits_with, ordered_victims, useful_candidates
 from vpolicy.engine.heap import PriorityQueue, Queue
 from vpolicy.engine.placement import SPEC_READS, fits, task_key
@@ -162,14 +162,17 @@ def preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, 
         return True  # before the failure memo: the plan may hold for this sibling where another failed
     spec = task_key(preemptor, SPEC_READS)
     key = ("preempt", memo, preemptor.job.key, spec)
-    if ctx.eviction_failed_before(key):
+    # a sibling's failure holds for this task only if an earlier action's fit errors keep the same
+    # nodes out for both (`Placement.preempt_rows`)
+    failure_key = (*key, unresolvable_before(ctx, preemptor))
+    if ctx.eviction_failed_before(failure_key):
         return False
     # the failure depends on the job (the rules read it), the node answers only on the filter
     shared = memo == OTHER_JOBS and not own_tasks
     kind = ("preempt", memo, ("queue", queue.name), spec) if shared else key
     done = _preempt_one(ctx, stmt, preemptor, keep, kind, hosts, phase=memo)
     if not done:
-        ctx.remember_eviction_failure(key)
+        ctx.remember_eviction_failure(failure_key)
     return done
 
 
@@ -190,7 +193,7 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
     worth = hosts | placement.fits_future(preemptor)
     if not worth.any():
         return False
-    allowed = placement.preempt_rows(preemptor)
+    allowed = placement.preempt_rows(preemptor, ctx.fit_errors.get(preemptor.uid))
     if not worth[allowed].any():
         return False  # e.g. room only on nodes whose taints it does not tolerate: no need to score them
     ordered = placement.rows_by_score(preemptor, allowed)

@@ -7,7 +7,7 @@ queues that the policy's `reclaimable` rules allow; nodes are visited in node or
 from __future__ import annotations
 
 from vpolicy.engine import optimize
-from vpolicy.engine.actions.context import ActionContext
+from vpolicy.engine.actions.context import ActionContext, unresolvable_before
 from vpolicy.engine.actions.evict_common import fits_with, ordered_victims, useful_candidates
 from vpolicy.engine.heap import PriorityQueue, Queue
 from vpolicy.engine.placement import SPEC_READS, fits, task_key
@@ -63,11 +63,12 @@ def reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInf
     """Reclaim for one task; a failure is remembered for its identical siblings until the state changes."""
     spec = task_key(task, SPEC_READS)
     key = ("reclaim", job.key, spec)
-    if ctx.eviction_failed_before(key):
+    failure_key = (*key, unresolvable_before(ctx, task))  # as preempt's (`preempt.preempt_one`)
+    if ctx.eviction_failed_before(failure_key):
         return False
     done = _reclaim_one(ctx, stmt, task, job, key, ("reclaim", ("queue", job.queue.name), spec))
     if not done:
-        ctx.remember_eviction_failure(key)
+        ctx.remember_eviction_failure(failure_key)
     return done
 
 
@@ -81,7 +82,7 @@ def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobIn
                 and t.job.queue is not job.queue and t.job.queue.reclaimable)
 
     placement = ctx.placement
-    rows = placement.preempt_rows(task)
+    rows = placement.preempt_rows(task, ctx.fit_errors.get(task.uid))
     if ctx.optimize:
         nodes = [placement.node_list[r] for r in rows.tolist()]
         if optimize.weighs_gpus(placement, task, nodes):
