@@ -274,8 +274,15 @@ class PodIndex:
         if not out.queries and not out.host_ports and out.static_key == NO_STATIC_KEY:
             return NO_TASK_RELATIONS
         matched = tuple(q for q in own if self._matches(task, self.keys[q].scopes))
-        out.key = (out.queries, matched, out.host_ports, out.static_key,
-                   tuple(id(t.eligible) for t in out.spread_constraints), self._volume_signature(out))
+        # how each term reads its query: two tasks may count the same pods to opposite ends (one requires
+        # them on the node, another must avoid them or only prefers to), and placed pods' terms may weigh
+        # this task differently
+        terms = tuple((t.kind, t.query, t.weight, t.max_skew, t.min_domains, t.when_unsatisfiable)
+                      for t in (*out.pod_affinity, *out.pod_anti_affinity, *out.preferred_pod_affinity,
+                                *out.preferred_pod_anti_affinity, *out.spread_constraints))
+        out.key = (out.queries, terms, out.anti_owners, out.preferred_owners, matched, out.host_ports,
+                   out.static_key, tuple(id(t.eligible) for t in out.spread_constraints),
+                   self._volume_signature(out))
         return out
 
     def _volume_signature(self, out: TaskRelations) -> tuple[Any, ...]:
