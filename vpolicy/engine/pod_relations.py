@@ -277,10 +277,10 @@ class PodIndex:
         # how each term reads its query: two tasks may count the same pods to opposite ends (one requires
         # them on the node, another must avoid them or only prefers to), and placed pods' terms may weigh
         # this task differently
-        terms = tuple((t.kind, t.query, t.weight, t.max_skew, t.min_domains, t.when_unsatisfiable)
+        readings = tuple((t.kind, t.query, t.weight, t.max_skew, t.min_domains, t.when_unsatisfiable)
                       for t in (*out.pod_affinity, *out.pod_anti_affinity, *out.preferred_pod_affinity,
                                 *out.preferred_pod_anti_affinity, *out.spread_constraints))
-        out.key = (out.queries, terms, out.anti_owners, out.preferred_owners, matched, out.host_ports,
+        out.key = (out.queries, readings, out.anti_owners, out.preferred_owners, matched, out.host_ports,
                    out.static_key, tuple(id(t.eligible) for t in out.spread_constraints),
                    self._volume_signature(out))
         return out
