@@ -74,6 +74,13 @@ class Plan:
     def served(self, job: JobInfo) -> None:
         self.domains.pop(job.key, None)
 
+    def held_within(self, state: SessionState, domain: str, *, job: JobInfo) -> int:
+        """The GPUs the unserved planned gangs (other than `job`) planned inside `domain` still need:
+        room a trial there must leave free, or `keeps` refuses it."""
+        tree = state.topology.tree
+        return sum(sum(self.pods[key]) for key, name in self.domains.items()
+                   if key != job.key and tree.within(name, domain))
+
     def keeps(self, state: SessionState, domain: str, *, job: JobInfo) -> bool:
         """Every unserved planned gang (other than `job`) whose domain shares nodes with `domain` still
         fits there, node by node, in the session as it is now."""

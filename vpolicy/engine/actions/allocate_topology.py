@@ -80,6 +80,7 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
     placement = ctx.placement
     sample, placement.sample = placement.sample, False  # a domain is searched whole
     fits = _fit_rows(ctx, pending)  # every trial is undone: the same FutureIdle before each
+    floor = least_placed(ctx, job, pending) if ctx.optimize else None
     try:
         for group in domain_gradients(ctx, job):
             tried.append(group)
@@ -87,6 +88,8 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
             if planned in group:
                 group = [planned, *(n for n in group if n != planned)]
             names = [n for n in group if fits is None or fits[topo.rows(n)].any()]  # else it places nothing
+            if floor is not None:  # optimize: no dry run where the gang cannot be ready or pipelined
+                names = [n for n in names if _may_hold(ctx, job, floor, n, plan)]
             if not ctx.optimize:
                 best = _best_by_score(ctx, job, pending, names)
             for name in names if ctx.optimize else ():
@@ -343,6 +346,54 @@ def retry_deferred(ctx: ActionContext, plan: domain_plan.Plan | None,
             stmt.commit()
             if domain:
                 job.allocated_hypernode = ctx.state.topology.lca(job.allocated_hypernode, domain)
+
+
+@dataclass(frozen=True, slots=True)
+class _Floor:
+    """What a dry run that leaves a gang ready or pipelined places at the least (`least_placed`)."""
+
+    columns: np.ndarray  # per resource column of the node arrays
+    gpus: int  # whole GPUs (`optimize.gpus`), task by task
+
+
+def least_placed(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo]) -> _Floor | None:
+    """A lower bound of what a dry run that leaves the gang ready or pipelined places: the smallest
+    requests, column by column, of as many pending tasks as the gang still lacks (minAvailable less its
+    ready, pipelined and pending best-effort tasks, as gang's `ready` and `pipelined` count; one task
+    when no `job_ready` rule holds a job back). None when some request names a resource no column
+    holds (nothing is pruned)."""
+    arrays = ctx.placement.arrays
+    requests = [t.resreq for t in pending if not t.best_effort]
+    if not requests or any(arrays.unknown_dims(r) for r in requests):
+        return None
+    lacking = 1
+    if ctx.runtime.rules("job_ready"):
+        lacking = max(job.min_available - job.ready_count - job.pipelined_count - job.pending_best_effort_count, 1)
+    matrix = np.sort(np.array([arrays.cached_vector(r) for r in requests]), axis=0)
+    return _Floor(matrix[:lacking].sum(axis=0), sum(sorted(optimize.gpus(r) for r in requests)[:lacking]))
+
+
+def _may_hold(ctx: ActionContext, job: JobInfo, floor: _Floor, name: str, plan: domain_plan.Plan | None) -> bool:
+    """optimize mode: whether a dry run of the gang in domain `name` can succeed, judged from the
+    domain's free totals alone: its nodes' free room (the larger of Idle and FutureIdle, node by node)
+    covers `floor`, and, with a plan and another domain planned for the gang, its free GPUs less
+    `floor`'s still cover the unserved planned gangs held inside it (else `Plan.keeps` refuses the
+    trial after its dry run)."""
+    arrays = ctx.placement.arrays
+    rows = ctx.state.topology.node_rows(name)
+    room = np.maximum(arrays.idle_now[rows], arrays.future[rows]).sum(axis=0)
+    if (room < floor.columns).any():
+        return False
+    if plan is None or not plan.holds_room() or name == plan.domain(job):
+        return True
+    held = plan.held_within(ctx.state, name, job=job)
+    if not held:
+        return True
+    # each node's whole GPUs (`optimize.gpus` of its FutureIdle) fall by at least the whole GPUs of
+    # each task placed on it
+    gpu_columns = np.array([i for d, i in arrays.index.items() if optimize.is_gpu_dim(d)], dtype=np.int64)
+    free = int((arrays.future[np.ix_(rows, gpu_columns)].sum(axis=1) // 1000).sum())
+    return free - floor.gpus >= held
 
 
 def _fit_rows(ctx: ActionContext, pending: list[TaskInfo]) -> np.ndarray | None:
