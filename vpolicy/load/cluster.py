@@ -171,7 +171,8 @@ def _build(objects: _Objects, problems: Problems) -> snapshot.ClusterSnapshot:
     class_values = {pc.name: pc.value for pc in classes}
     nodes = _unique(problems, seen, "Node", [(n, n.name, _origin(v)) for v in objects.nodes
                                              if (n := kinds.read_node(v)) is not None])
-    pods = _unique(problems, seen, "Pod", [(p, p.key, _origin(v)) for v in objects.pods
+    pods = _unique(problems, seen, "Pod", [(p, p.key, p.origin if isinstance(p.origin, Span) else _origin(v))
+                                           for v in objects.pods
                                            if (p := kinds.read_pod(v, class_values=class_values)) is not None])
     read_groups = [g for v in objects.podgroups if (g := kinds.read_podgroup(v)) is not None]
     groups = _unique(problems, seen, "PodGroup", [(g, g[0].key, g[1].origin) for g in read_groups])

@@ -27,7 +27,7 @@ import msgspec
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.scalarstring import LiteralScalarString
 
-from vpolicy.load import affinity as pod_affinity, topology
+from vpolicy.load import affinity as pod_affinity, plain, topology
 from vpolicy.load.fields import View, memoized, rfc3339_seconds
 from vpolicy.load.yaml_spans import YamlFile
 from vpolicy.model import numa as numa_model
@@ -100,6 +100,11 @@ class Conf:
 
 
 def read_meta(obj: View, *, namespaced: bool) -> Meta | None:
+    if type(obj.node) is dict:  # as a JSON decoder or the API gives it (a YAML file's objects are read checked)
+        try:
+            return _plain_meta(obj, namespaced=namespaced)
+        except plain.NotPlain:
+            pass  # read it again, checked: the View readers report what is wrong
     meta = obj.mapping("metadata", required=True)
     if meta is None:
         return None
@@ -113,6 +118,24 @@ def read_meta(obj: View, *, namespaced: bool) -> Meta | None:
                 labels=meta.text_map("labels"), annotations=meta.text_map("annotations"),
                 creation=meta.timestamp("creationTimestamp") or 0.0,
                 deleting=meta.has("deletionTimestamp"), owners=owners)
+
+
+def _plain_meta(obj: View, *, namespaced: bool) -> Meta:
+    """`read_meta` of metadata written as the API writes it (`vpolicy.load.plain`); NotPlain otherwise."""
+    meta = plain.mapping(obj.node, "metadata")
+    if meta is None:
+        raise plain.NotPlain
+    name = plain.text(meta, "name")
+    if not name:
+        raise plain.NotPlain
+    namespace = (plain.text(meta, "namespace") or "default") if namespaced else ""
+    uid = plain.text(meta, "uid") or (f"{namespace}/{name}" if namespaced else name)
+    owners = tuple([(plain.text(ref, "kind"), plain.text(ref, "name"))
+                    for ref in plain.mappings(meta, "ownerReferences")])
+    return Meta(name=name, namespace=namespace, uid=uid, origin=obj.file.value_span(meta, "name"),
+                labels=plain.text_map(meta, "labels"), annotations=plain.text_map(meta, "annotations"),
+                creation=plain.timestamp(meta, "creationTimestamp") or 0.0,
+                deleting=meta.get("deletionTimestamp") is not None, owners=owners)
 
 
 @memoized
@@ -175,19 +198,42 @@ def _read_node_usage(obj: View, meta: Meta) -> snapshot.NodeUsage | None:
     return snapshot.NodeUsage(cpu=percent(USAGE_CPU), memory=percent(USAGE_MEMORY), at=at)
 
 
+@dataclass(frozen=True, slots=True)
+class _PodStatus:
+    """What a pod's status tells the scheduler."""
+
+    phase: str = "Pending"
+    qos_class: str = ""  # status.qosClass as written; "" when the kubelet has not written it
+    started_at: float = 0.0
+    nominated_node: str = ""
+    scheduled_at: float = 0.0
+
+
 @memoized
 def read_pod(obj: View, *, class_values: Mapping[str, int]) -> snapshot.Pod | None:
+    if type(obj.node) is dict:  # a pod as the API writes it, read without a View per field (vpolicy.load.plain)
+        try:
+            plain_meta, status = _plain_meta(obj, namespaced=True), _plain_pod_status(obj.node)
+        except plain.NotPlain:
+            pass
+        else:
+            return _pod(obj, plain_meta, _read_pod_spec_once(obj.mapping("spec")), status, class_values)
     meta = read_meta(obj, namespaced=True)
     spec = _read_pod_spec_once(obj.mapping("spec"))
-    status = obj.mapping("status")
-    phase = status.choice("phase", _POD_PHASES, default="Pending") if status else "Pending"
+    status_view = obj.mapping("status")
+    phase = status_view.choice("phase", _POD_PHASES, default="Pending") if status_view else "Pending"
     if meta is None:
         return None
-    guaranteed = _guaranteed(status, spec)
+    return _pod(obj, meta, spec, _read_pod_status(status_view, phase), class_values)
+
+
+def _pod(obj: View, meta: Meta, spec: PodSpec, status: _PodStatus, class_values: Mapping[str, int]) -> snapshot.Pod:
+    # QoS class Guaranteed: status.qosClass when the kubelet wrote it (GetPodQOS), else the spec's
+    guaranteed = status.qos_class == "Guaranteed" if status.qos_class else spec.guaranteed
     return snapshot.Pod(
         namespace=meta.namespace, name=meta.name, uid=meta.uid, resreq=spec.resreq,
-        status=task_status(phase, node_name=spec.node_name, deleting=meta.deleting),
-        node_name=spec.node_name, phase=phase,
+        status=task_status(status.phase, node_name=spec.node_name, deleting=meta.deleting),
+        node_name=spec.node_name, phase=status.phase,
         priority=task_priority(obj, meta, spec, class_values),
         priority_class_name=spec.priority_class_name,
         scheduler_name=spec.scheduler_name,  # "" = not written; see snapshot.Pod.scheduler_name
@@ -197,10 +243,9 @@ def read_pod(obj: View, *, class_values: Mapping[str, int]) -> snapshot.Pod | No
         labels=meta.labels, annotations=meta.annotations, node_selector=spec.node_selector,
         required_affinity=spec.required_affinity, preferred_affinity=spec.preferred_affinity,
         tolerations=spec.tolerations, creation=meta.creation, preemption_policy=spec.preemption_policy,
-        limits=spec.limits, started_at=(status.timestamp("startTime") or 0.0) if status else 0.0,
-        nominated_node=status.text("nominatedNodeName") if status else "",
+        limits=spec.limits, started_at=status.started_at, nominated_node=status.nominated_node,
         scheduling_gated=spec.scheduling_gated, vgpu_limits=spec.vgpu_limits, relations=spec.relations,
-        scheduled_at=_scheduled_at(status), guaranteed=guaranteed, container_cpus=pinned_cpus(guaranteed, spec),
+        scheduled_at=status.scheduled_at, guaranteed=guaranteed, container_cpus=pinned_cpus(guaranteed, spec),
         container_gpus=pinned_gpus(guaranteed, spec), origin=meta.origin)
 
 
@@ -216,15 +261,35 @@ def pinned_gpus(guaranteed: bool, spec: PodSpec) -> tuple[int, ...]:
     return spec.container_gpus if guaranteed and any(spec.container_gpus) else ()
 
 
-def _guaranteed(status: View | None, spec: PodSpec) -> bool:
-    """QoS class Guaranteed: status.qosClass when the kubelet wrote it (GetPodQOS), else the spec's."""
-    written = status.text("qosClass") if status else ""
-    return written == "Guaranteed" if written else spec.guaranteed
+def _read_pod_status(status: View | None, phase: str) -> _PodStatus:
+    """The status after its phase (read first: a pod without metadata reports only that)."""
+    if status is None:
+        return _PodStatus()
+    return _PodStatus(phase=phase, qos_class=status.text("qosClass"), started_at=status.timestamp("startTime") or 0.0,
+                      nominated_node=status.text("nominatedNodeName"), scheduled_at=_scheduled_at(status))
 
 
-def _scheduled_at(status: View | None) -> float:
+def _plain_pod_status(node: dict[str, object]) -> _PodStatus:
+    """`_read_pod_status` of a status written as the API writes it (`vpolicy.load.plain`); NotPlain otherwise."""
+    status = plain.mapping(node, "status")
+    if status is None:
+        return _PodStatus()
+    phase = plain.text(status, "phase") or "Pending"
+    if phase not in _POD_PHASES:
+        raise plain.NotPlain
+    scheduled = 0.0
+    for condition in plain.mappings(status, "conditions"):
+        if plain.text(condition, "type") == "PodScheduled" and plain.text(condition, "status") == "True":
+            scheduled = plain.timestamp(condition, "lastTransitionTime") or 0.0
+            break
+    return _PodStatus(phase=phase, qos_class=plain.text(status, "qosClass"),
+                      started_at=plain.timestamp(status, "startTime") or 0.0,
+                      nominated_node=plain.text(status, "nominatedNodeName"), scheduled_at=scheduled)
+
+
+def _scheduled_at(status: View) -> float:
     """lastTransitionTime of the PodScheduled=True condition (epoch seconds), 0 when there is none."""
-    for condition in status.mappings("conditions") if status else ():
+    for condition in status.mappings("conditions"):
         if condition.text("type") == "PodScheduled" and condition.text("status") == "True":
             return condition.timestamp("lastTransitionTime") or 0.0
     return 0.0
