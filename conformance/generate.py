@@ -35,7 +35,8 @@ TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect":
 PRIORITY_CLASSES = (("low", 10), ("normal", 100), ("high", 1000))
 
 FAMILIES = ("allocate", "enqueue", "preempt", "reclaim", "capacity", "backfill", "confs", "tdm", "task-topology",
-            "usage", "resourcequota", "sla", "rescheduling", "cdp", "nodegroup", "pdb")
+            "usage", "resourcequota", "sla", "rescheduling", "cdp", "nodegroup", "pdb",
+            "numaaware", "volumes")
 
 
 @dataclass
@@ -829,11 +830,149 @@ def _pdb(rng: random.Random) -> tuple[Builder, str]:
     return b, conf
 
 
+NUMA_POLICY = "volcano.sh/numa-topology-policy"
+TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+
+
+def _cpu_set(cpus: list[int]) -> str:
+    """A cpuset string ("0-3,6") of sorted CPU ids."""
+    runs: list[list[int]] = []
+    for c in cpus:
+        if runs and c == runs[-1][-1] + 1:
+            runs[-1].append(c)
+        else:
+            runs.append([c])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+def _numaaware(rng: random.Random) -> tuple[Builder, str]:
+    """Nodes with a Numatopology (CPU manager static or not, one of the four topology-manager policies, 2 or
+    4 NUMA nodes, some CPUs already taken: `numares.cpu.allocatable` is what the node agent reports free),
+    some without one; Guaranteed pods of whole CPUs asking one of the policies (or none), and Burstable
+    ones, which numa-aware lets through. CPUs only: main's GPU hints (gpuDetail) and podAllocations are
+    newer than v1.10.0."""
+    b = Builder(rng)
+    for i, (_, mem) in enumerate(distinct_sizes(rng, rng.randint(2, 4))):
+        cores = rng.choice((4, 8, 8, 16))
+        numas = 2 if cores < 16 or rng.random() < 0.5 else 4
+        name = b.node(cores * 1000 + 10 * i, mem, pods=rng.randint(4, 12))
+        if rng.random() < 0.15:
+            continue
+        per_numa = cores // numas
+        detail = {str(c): {"numa": c // per_numa, "socket": c // per_numa, "core": c // 2} for c in range(cores)}
+        free = sorted(rng.sample(range(cores), rng.randint(max(1, cores // 3), cores)))
+        b.extra.append({"apiVersion": "nodeinfo.volcano.sh/v1alpha1", "kind": "Numatopology",
+                        "metadata": {"name": name},
+                        "spec": {"policies": {"CPUManagerPolicy": "static" if rng.random() < 0.9 else "none",
+                                              "TopologyManagerPolicy": rng.choice(TOPOLOGY_POLICIES)},
+                                 "numares": {"cpu": {"allocatable": _cpu_set(free), "capacity": cores}},
+                                 "cpuDetail": detail}})
+    queue = b.queue("q0")
+    for _ in range(rng.randint(1, 4)):
+        count = rng.randint(1, 3)
+        pg = b.podgroup(queue, rng.randint(1, count), phase="Inqueue", priority_class=rng.choice(("", "low", "high")))
+        guaranteed = rng.random() < 0.75
+        policy = rng.choice((*TOPOLOGY_POLICIES, "", ""))
+        for _ in range(count):
+            cpus, mem = rng.randint(1, 6), rng.randint(1, 8) * 256
+            pod = b.pod(pg, cpus * 1000 if guaranteed else cpus * 500, mem, priority=rng.choice((1, 10, 100)))
+            if guaranteed:
+                container = pod["spec"]["containers"][0]
+                container["resources"]["limits"] = dict(container["resources"]["requests"])
+            if policy:
+                pod["metadata"]["annotations"][NUMA_POLICY] = policy
+    numa: str | tuple[str, dict[str, Any]] = "numa-aware"
+    if rng.random() < 0.5:
+        numa = ("numa-aware", {"arguments": {"weight": rng.choice((1, 5, 20))}})
+    tiers: list[list[str | tuple[str, dict[str, Any]]]] = [
+        ["priority", "gang", "conformance"], ["predicates", "proportion", "nodeorder", numa]]
+    return b, conf_text(rng.choice(("enqueue, allocate", "enqueue, allocate, backfill")), tiers)
+
+
+CSI_DRIVER = "csi.vpolicy.dev"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+
+def _volumes(rng: random.Random) -> tuple[Builder, str]:
+    """Pods with PersistentVolumeClaims: bound to CSI volumes in a zone (VolumeZone) or in none, or
+    waiting for their first consumer under a provisioning StorageClass; CSINodes limiting the driver's
+    volumes per node (NodeVolumeLimits), counting the claims of pods already there. No PersistentVolume
+    has node affinity and no claim is unbound with Immediate binding: v1.10.0 checks volume binding only
+    on the node allocate has chosen (statement.Allocate -> GetPodVolumes, framework/statement.go:228 at
+    v1.10.0), main as a predicate (VolumeBinding), so only cases where binding passes everywhere compare."""
+    b = Builder(rng)
+    for cpu, mem in distinct_sizes(rng, rng.randint(2, 5)):
+        name = b.node(cpu, mem, pods=rng.randint(4, 10))
+        node = b.nodes[-1]
+        node["metadata"]["labels"][ZONE_LABEL] = node["metadata"]["labels"]["zone"]
+        if rng.random() < 0.8:
+            driver: Obj = {"name": CSI_DRIVER, "nodeID": name, "topologyKeys": [ZONE_LABEL]}
+            if rng.random() < 0.85:
+                driver["allocatable"] = {"count": rng.randint(1, 4)}
+            b.extra.append({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},
+                            "spec": {"drivers": [driver]}})
+    b.extra.append({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "zonal"},
+                    "provisioner": CSI_DRIVER, "volumeBindingMode": "WaitForFirstConsumer"})
+    claims = 0
+
+    def claim(pod: Obj, *, zone: str | None, bound: bool) -> None:
+        nonlocal claims
+        name = f"pvc{claims}"
+        claims += 1
+        pvc: Obj = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "zonal",
+                             "resources": {"requests": {"storage": "1Gi"}}},
+                    "status": {"phase": "Pending"}}
+        if bound:
+            pv = f"pv-{name}"
+            pvc["spec"]["volumeName"] = pv
+            pvc["status"] = {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}}
+            labels = {ZONE_LABEL: zone} if zone else {}
+            b.extra.append({"apiVersion": "v1", "kind": "PersistentVolume",
+                            "metadata": {"name": pv, "labels": labels},
+                            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                     "storageClassName": "zonal", "persistentVolumeReclaimPolicy": "Delete",
+                                     "csi": {"driver": CSI_DRIVER, "volumeHandle": pv},
+                                     "claimRef": {"kind": "PersistentVolumeClaim", "namespace": NS, "name": name,
+                                                  "uid": f"uid-{name}"}},
+                            "status": {"phase": "Bound"}})
+        b.extra.append(pvc)
+        volumes = pod["spec"].setdefault("volumes", [])
+        volumes.append({"name": f"v{len(volumes)}", "persistentVolumeClaim": {"claimName": name}})
+
+    queue = b.queue("q0")
+    running = b.podgroup(queue, 1, phase="Running", priority_class="low")
+    for node in b.nodes:
+        name = node["metadata"]["name"]
+        for _ in range(rng.randint(0, 2)):
+            cpu, mem = rng.randint(1, 3) * 250, rng.randint(1, 3) * 256
+            if b.fits(name, cpu, mem):
+                pod = b.pod(running, cpu, mem, node=name, phase="Running", priority=10)
+                if rng.random() < 0.7:
+                    claim(pod, zone=node["metadata"]["labels"]["zone"], bound=True)
+    for _ in range(rng.randint(1, 4)):
+        count = rng.randint(1, 3)
+        pg = b.podgroup(queue, rng.randint(1, count), phase="Inqueue", priority_class=rng.choice(("", "low", "high")))
+        for _ in range(count):
+            pod = b.pod(pg, rng.randint(1, 6) * 250, rng.randint(1, 6) * 256, priority=rng.choice((1, 10, 100)))
+            for _ in range(rng.choice((0, 1, 1, 2, 3))):
+                bound = rng.random() < 0.7
+                claim(pod, zone=rng.choice((*ZONES, None)) if bound else None, bound=bound)
+    tiers: list[list[str | tuple[str, dict[str, Any]]]] = [
+        ["priority", "gang", "conformance"], ["predicates", "proportion", "nodeorder"]]
+    if rng.random() < 0.2:
+        flag = rng.choice(("predicate.VolumeZoneEnable", "predicate.NodeVolumeLimitsEnable"))
+        tiers[1][0] = ("predicates", {"arguments": {flag: False}})
+    return b, conf_text(rng.choice(("enqueue, allocate", "enqueue, allocate, backfill")), tiers)
+
+
 _FAMILY_BUILDERS: dict[str, Callable[[random.Random], tuple[Builder, str]]] = {
     "allocate": _allocate, "enqueue": _enqueue, "preempt": _preempt, "reclaim": _reclaim,
     "capacity": _capacity, "backfill": _backfill, "confs": _confs, "tdm": _tdm, "task-topology": _task_topology,
     "usage": _usage, "resourcequota": _resourcequota, "sla": _sla, "rescheduling": _rescheduling,
-    "cdp": _cdp, "nodegroup": _nodegroup, "pdb": _pdb,
+    "cdp": _cdp, "nodegroup": _nodegroup, "pdb": _pdb, "numaaware": _numaaware,
+    "volumes": _volumes,
 }
 
 

@@ -47,6 +47,32 @@ def _groups_in(c: Case, queues: set[str]) -> dict[str, str]:
             for o in c.objects if o["kind"] == "PodGroup" and o["spec"].get("queue") in queues}
 
 
+_ATTACH_LIMIT = "attachable-volumes-csi-"  # volumeutil.GetCSIAttachLimitKey's prefix
+_BEYOND_ANY_VOLUME_COUNT = "100000"
+
+
+def _csi_volumes_uncounted(c: Case) -> Case:
+    """v1.10's cache adds a pod's CSI volumes to its task's request as the scalar resource
+    `attachable-volumes-csi-<driver>` (cache/event_handlers.go:78-91, addPodCSIVolumesToTask, at v1.10.0),
+    which no node's allocatable lists, so such a pod fits no node there; main's NewTaskInfo leaves the
+    count out (the call is commented out) and only the NodeVolumeLimits predicate limits volumes. Every
+    node the oracle sees gets an allocatable of each driver's key beyond any count, so v1.10's resource
+    checks never refuse a pod for it (the predicate, the same in both, still does)."""
+    drivers = {o["spec"]["csi"]["driver"] for o in c.objects if o["kind"] == "PersistentVolume" and "csi" in o["spec"]}
+    drivers |= {o["provisioner"] for o in c.objects if o["kind"] == "StorageClass" and o.get("provisioner")}
+    if not drivers or not any(o["kind"] == "PersistentVolumeClaim" for o in c.objects):
+        return c
+    extra = {_ATTACH_LIMIT + d: _BEYOND_ANY_VOLUME_COUNT for d in sorted(drivers)}
+    objects = []
+    for o in c.objects:
+        if o["kind"] == "Node":
+            o = copy.deepcopy(o)
+            for side in ("allocatable", "capacity"):
+                o["status"][side] = {**o["status"].get(side, {}), **extra}
+        objects.append(o)
+    return Case(c.family, c.seed, c.index, objects, c.conf)
+
+
 def main_case(c: Case) -> Case:
     """The case as main would act on it: no pending pod of a job in a non-Open queue can be placed, and
     no Pending podgroup with minResources in such a queue is admitted by enqueue.
@@ -58,6 +84,7 @@ def main_case(c: Case) -> Case:
     proportion and capacity only when they permit it (otherwise the admitted job would take room in
     their `inqueue` that main leaves to the jobs of Open queues).
     """
+    c = _csi_volumes_uncounted(c)
     closed = closed_queues(c)
     if not closed:
         return c

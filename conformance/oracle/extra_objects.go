@@ -24,64 +24,92 @@ import (
 	vccache "volcano.sh/volcano/pkg/scheduler/cache"
 )
 
-// addExtraObjects feeds the cluster's extra objects to the cache; the returned function stops the
-// informers it started (a no-op when it started none).
-func addExtraObjects(sc *vccache.SchedulerCache, c *cluster) (func(), error) {
-	factory := sc.SharedInformerFactory()
-	pdbStore := factory.Policy().V1().PodDisruptionBudgets().Informer().GetStore()
-	for _, pdb := range c.PDBs {
-		if err := pdbStore.Add(pdb); err != nil {
-			return nil, fmt.Errorf("PodDisruptionBudget %s/%s: %v", pdb.Namespace, pdb.Name, err)
-		}
-	}
-	for _, topo := range c.Numatopologies {
-		sc.AddNumaInfoV1alpha1(topo)
-	}
+// addVolumeObjects creates the cluster's volume objects in the cache's fake clientset and starts the
+// informer factory, before any pod is added: the cache counts a pod's CSI volumes when the pod arrives
+// (through the claim lister), and fails the pod's task when its claim is missing. The returned function
+// stops the informers (a no-op when it started none).
+func addVolumeObjects(sc *vccache.SchedulerCache, c *cluster) (func(), error) {
 	if len(c.PVs)+len(c.PVCs)+len(c.StorageClasses)+len(c.CSINodes) == 0 {
 		return func() {}, nil
 	}
-
 	client, ctx := sc.Client(), context.TODO()
 	create := metav1.CreateOptions{}
+	// the volume binder's assume caches parse every object's resourceVersion; the fake clientset
+	// stores what it is given
+	version := func(m *metav1.ObjectMeta) {
+		if m.ResourceVersion == "" {
+			m.ResourceVersion = "1"
+		}
+	}
 	for _, o := range c.StorageClasses {
+		version(&o.ObjectMeta)
 		if _, err := client.StorageV1().StorageClasses().Create(ctx, o, create); err != nil {
 			return nil, fmt.Errorf("StorageClass %s: %v", o.Name, err)
 		}
 	}
 	for _, o := range c.CSINodes {
+		version(&o.ObjectMeta)
 		if _, err := client.StorageV1().CSINodes().Create(ctx, o, create); err != nil {
 			return nil, fmt.Errorf("CSINode %s: %v", o.Name, err)
 		}
 	}
 	for _, o := range c.PVs {
+		version(&o.ObjectMeta)
 		if _, err := client.CoreV1().PersistentVolumes().Create(ctx, o, create); err != nil {
 			return nil, fmt.Errorf("PersistentVolume %s: %v", o.Name, err)
 		}
 	}
 	for _, o := range c.PVCs {
+		version(&o.ObjectMeta)
 		if _, err := client.CoreV1().PersistentVolumeClaims(o.Namespace).Create(ctx, o, create); err != nil {
 			return nil, fmt.Errorf("PersistentVolumeClaim %s/%s: %v", o.Namespace, o.Name, err)
 		}
 	}
+	factory := sc.SharedInformerFactory()
+	informers := []cache.SharedIndexInformer{
+		factory.Core().V1().PersistentVolumes().Informer(), factory.Core().V1().PersistentVolumeClaims().Informer(),
+		factory.Storage().V1().StorageClasses().Informer(), factory.Storage().V1().CSINodes().Informer(),
+	}
 	// Our own handlers on the informers the volume binder's assume caches listen to: once each has seen
 	// every object, the binder's handlers (served by the same informer, in the same order) have been
 	// handed them too.
-	pvSeen, pvcSeen := watchCount(factory.Core().V1().PersistentVolumes().Informer()),
-		watchCount(factory.Core().V1().PersistentVolumeClaims().Informer())
+	pvSeen, pvcSeen := watchCount(informers[0]), watchCount(informers[1])
 	stop := make(chan struct{})
 	factory.Start(stop)
-	factory.WaitForCacheSync(stop)
 	deadline := time.Now().Add(5 * time.Second)
-	for pvSeen() < len(c.PVs) || pvcSeen() < len(c.PVCs) {
+	for !synced(informers) || pvSeen() < len(c.PVs) || pvcSeen() < len(c.PVCs) {
 		if time.Now().After(deadline) {
 			close(stop)
 			return nil, fmt.Errorf("informers did not deliver the %d PersistentVolumes and %d claims",
 				len(c.PVs), len(c.PVCs))
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(100 * time.Microsecond)
 	}
-	time.Sleep(5 * time.Millisecond) // the binder's own listeners run beside ours
+	time.Sleep(time.Millisecond) // the binder's own listeners run beside ours
 	return func() { close(stop) }, nil
+}
+
+// addPluginObjects gives the pdb and numa-aware plugins their objects, once the nodes are in the cache.
+func addPluginObjects(sc *vccache.SchedulerCache, c *cluster) error {
+	pdbStore := sc.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Informer().GetStore()
+	for _, pdb := range c.PDBs {
+		if err := pdbStore.Add(pdb); err != nil {
+			return fmt.Errorf("PodDisruptionBudget %s/%s: %v", pdb.Namespace, pdb.Name, err)
+		}
+	}
+	for _, topo := range c.Numatopologies {
+		sc.AddNumaInfoV1alpha1(topo)
+	}
+	return nil
+}
+
+func synced(informers []cache.SharedIndexInformer) bool {
+	for _, i := range informers {
+		if !i.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
 // watchCount registers a handler counting the objects an informer delivers.

@@ -125,6 +125,11 @@ func runSession(c *cluster, confStr string, ties string) (*document, error) {
 	sc := cache.NewCustomMockSchedulerCache("volcano", util.NewFakeBinder(0), evictions,
 		statusSink{}, nil, nil, &record.FakeRecorder{})
 	loadStart := time.Now()
+	stopInformers, err := addVolumeObjects(sc, c)
+	if err != nil {
+		return nil, err
+	}
+	defer stopInformers()
 	for _, n := range c.Nodes {
 		if err := sc.AddOrUpdateNode(n); err != nil {
 			return nil, fmt.Errorf("node %s: %v", n.Name, err)
@@ -148,11 +153,9 @@ func runSession(c *cluster, confStr string, ties string) (*document, error) {
 	for _, rq := range c.ResourceQuotas {
 		sc.AddResourceQuota(rq)
 	}
-	stopInformers, err := addExtraObjects(sc, c)
-	if err != nil {
+	if err := addPluginObjects(sc, c); err != nil {
 		return nil, err
 	}
-	defer stopInformers()
 	loadMs := msSince(loadStart)
 
 	releasingBefore := map[api.TaskID]bool{}
