@@ -93,13 +93,21 @@ def test_the_shipped_topology_node_score_is_asked_per_domain() -> None:
 
 
 def _try_every_domain(ctx: Any, job: Any, pending: list[Any], names: list[str]) -> Any:
-    """allocate's domain search by its definition: every domain dry-run in breadth-first order, the
-    best-scored that holds the gang kept, ties to the first name."""
-    best = None
+    """allocate's domain search by its definition (Volcano main's allocateForJob): every domain of every
+    allowed tier dry-run in breadth-first order; of those that hold the gang, the one whose placements
+    end in the best-scored domain kept (a job with sub-groups: the best sum of its sub-groups' scores),
+    ties to the lower tier, then the first name."""
+    tree = ctx.state.topology.tree
+    best, best_key = None, None
     for name in names:
         trial = allocate_topology._trial(ctx, job, pending, name)
-        if trial is not None and (best is None or (trial.score, best.domain) > (best.score, name)):
-            best = trial
+        if trial is None:
+            continue
+        score = (trial.group_scores if trial.group_scores is not None
+                 else allocate_topology._domain_score(ctx, job, trial.ended_in or name))
+        key = (-score, tree.tier(name), name)
+        if best_key is None or key < best_key:
+            best, best_key = trial, key
     return best
 
 
@@ -118,6 +126,6 @@ def test_trying_domains_best_first_decides_as_trying_all(monkeypatch: pytest.Mon
         for pg in snapshot.podgroups))
     fast = _document(snapshot, "volcano")
     with monkeypatch.context() as m:
-        m.setattr(allocate_topology, "_best_by_score", _try_every_domain)
+        m.setattr(allocate_topology, "_best_solution", _try_every_domain)
         slow = _document(snapshot, "volcano")
     assert fast == slow

@@ -484,8 +484,8 @@ CALLBACKS.update({
                                           "wins"),
     "hypernode_gradient": Callback((("job", "job"), ("hypernode", "hypernode")), "bool",
                                    "enabledHyperNodeGradient", "and",
-                                   "a hard-mode job may be placed inside this domain; allocate tries the allowed "
-                                   "domains tier by tier, lowest first (no rule: the whole cluster)"),
+                                   "a hard-mode job may be placed inside this domain; allocate tries every allowed "
+                                   "domain, the tier breaking ties of score (no rule: the whole cluster)"),
 })
 FUNCTIONS.update({
     "lca_tier": Function(("cluster", "string", "string"), "int",

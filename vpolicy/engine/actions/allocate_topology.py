@@ -1,13 +1,14 @@
 """allocate for a job bound to the network topology: its gang goes inside one domain (Volcano's
 allocateForJob, reference §4.2).
 
-A hard-mode job (`job.topology_mode == "hard"`) is dry-run in every domain its `hypernode_gradient`
-rules allow, tier by tier, lowest tier first; within a tier each domain that leaves the gang ready (or
-pipelined) is a solution, and the one the `hypernode_order` rules score highest wins (scores are taken
-before the dry run, as Volcano's HyperNodeOrderFn reads the session before allocating; ties go to the
-first domain in breadth-first order, where Volcano picks at random). Its placements are replayed into
-the returned statement; a higher tier is tried only when no domain of a lower one holds the gang. With
-no `hypernode_gradient` rule (the plugin is off, or its `enabledHyperNodeGradient` is false) the only
+A hard-mode job (`job.topology_mode == "hard"`) is dry-run in the domains its `hypernode_gradient`
+rules allow, every allowed tier (Volcano main): each domain that leaves the gang ready (or pipelined) is
+a solution, scored by the `hypernode_order` rules on the domain its placements ended in (the lowest
+one holding them, and where the job already runs), as the session was before the dry run; a job with
+sub-groups scores the sum of its sub-groups' scores (`sub_group_hypernode_order`, each on where it
+ended). The best score wins, then the lower tier, then the first name (Volcano main's
+selectBestHyperNodeForJob), and its placements are replayed into the returned statement. With no
+`hypernode_gradient` rule (the plugin is off, or its `enabledHyperNodeGradient` is false) the only
 domain is the whole cluster, as in Volcano.
 
 Soft-mode jobs and jobs without a topology are allocated by `allocate.allocate_tasks` over all nodes;
@@ -40,6 +41,8 @@ class _Solution:
     score: tuple[float, ...]
     placements: list[tuple[str, TaskInfo, str]]  # (allocate | pipeline, task, node)
     left: list[TaskInfo]  # the worksheet's tasks not yet popped when the trial ended
+    ended_in: str = ""  # the job's allocated HyperNode after the dry run: the lowest domain holding it
+    group_scores: float | None = None  # a job with sub-groups: the sum of its sub-groups' scores
 
 
 def searches_domains(ctx: ActionContext, job: JobInfo) -> bool:
@@ -81,9 +84,12 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
     sample, placement.sample = placement.sample, False  # a domain is searched whole
     fits = _fit_rows(ctx, pending)  # every trial is undone: the same FutureIdle before each
     floor = least_placed(ctx, job, pending) if ctx.optimize else None
+    gradients = domain_gradients(ctx, job)
+    tried.extend(gradients)
+    if not ctx.optimize:  # Volcano main: every allowed tier is searched, the tier only breaks ties
+        gradients = [[n for group in gradients for n in group]] if gradients else []
     try:
-        for group in domain_gradients(ctx, job):
-            tried.append(group)
+        for group in gradients:
             best: _Solution | None = None
             if planned in group:
                 group = [planned, *(n for n in group if n != planned)]
@@ -91,7 +97,7 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
             if floor is not None:  # optimize: no dry run where the gang cannot be ready or pipelined
                 names = [n for n in names if _may_hold(ctx, job, floor, n, plan)]
             if not ctx.optimize:
-                best = _best_by_score(ctx, job, pending, names)
+                best = _best_solution(ctx, job, pending, names)
             for name in names if ctx.optimize else ():
                 trial = _trial(ctx, job, pending, name, plan, planned)
                 if trial is not None and (best is None or trial.score > best.score):
@@ -134,8 +140,9 @@ def _trial(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], name: str,
     original = job.allocated_hypernode
     job.failed_roles.clear()  # Volcano's ResetFitErr: each domain starts clean
     worksheet = rt.task_queue(pending)
+    group_scores: list[float] = []
     if job.sub_groups:
-        stmt = place_sub_groups(ctx, job, worksheet, name)
+        stmt = place_sub_groups(ctx, job, worksheet, name, scores=group_scores)
     else:
         stmt = allocate_tasks(ctx, job, worksheet, within=topo.mask(name))
     if (stmt is not None and stmt.ops and plan is not None and name != planned
@@ -144,12 +151,13 @@ def _trial(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], name: str,
         stmt = None
     trial = None
     if stmt is not None and stmt.ops:
-        trial = _Solution(name, (), [(op.kind, op.task, op.task.node_name) for op in stmt.ops], _drain(worksheet))
+        trial = _Solution(name, (), [(op.kind, op.task, op.task.node_name) for op in stmt.ops], _drain(worksheet),
+                          job.allocated_hypernode, sum(group_scores) if job.sub_groups else None)
         if ctx.optimize:
             trial.score = (-float(optimize.gpus(topo.info(name).idle)),)  # GPUs the gang would leave free
         stmt.discard()
     job.allocated_hypernode = original
-    if trial is not None:
+    if trial is not None and ctx.optimize:
         trial.score = (*trial.score, _domain_score(ctx, job, name))
     return trial
 
@@ -159,28 +167,58 @@ def _domain_score(ctx: ActionContext, job: JobInfo, name: str) -> float:
     return float(sum(rt.ask(rule, job, ctx.state.topology.info(name)) for rule in rt.rules("hypernode_order")))
 
 
-def _best_by_score(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], names: list[str]) -> _Solution | None:
-    """Volcano mode: the domain of `names` (one tier, breadth-first order) the `hypernode_order` rules
-    score highest among those where the gang is ready or pipelined, ties to the first by name (Volcano
-    main's selectBestHyperNodeForJob: score, then tier, then name).
+def _best_solution(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], names: list[str]) -> _Solution | None:
+    """Volcano mode: the best solution among the dry runs in `names` (every allowed tier, lowest first,
+    breadth-first within a tier), as Volcano main's allocateForJob and selectBestHyperNodeForJob pick
+    it: the highest score, then the lowest tier, then the first name. A solution's score is the
+    `hypernode_order` rules' on the domain the job ended in (`_Solution.ended_in`), or, for a job with
+    sub-groups, the sum of its sub-groups' scores, the session as it was before the dry run.
 
-    Every dry run is undone and a domain's score is taken before its dry run, so the scores are known
-    before any: the domains are tried best first and the first that holds the gang wins, as trying
-    them all and keeping the best would. When it places every pending task the rest are not tried:
-    what their dry runs would leave behind (the fit errors of tasks they could not place, where each
-    task was last placed) concerns only tasks the winner places. Otherwise (tasks beyond minMember
-    left over) every domain is tried. What the dry runs leave behind is then replayed in breadth-first
-    order, as trying them in that order leaves it."""
-    scores = [_domain_score(ctx, job, name) for name in names]
-    order = sorted(range(len(names)), key=lambda i: (-scores[i], names[i]))  # ties: the first name (Volcano main)
+    Every dry run is undone, so a domain's score before any dry run is what a solution ending in it
+    scores, and a dry run inside domain D ends in some domain of D's subtree (joined with where the job
+    already runs): the best such score bounds what trying D can give. Domains are tried in order of
+    that bound, and once no domain left can beat the best solution found, they are not tried, provided
+    the best places every pending task (what the skipped dry runs would leave behind, the fit errors of
+    tasks they could not place and where each task was last placed, concerns only tasks the winner
+    places); otherwise (tasks beyond minMember left over, or a job with sub-groups) every domain is
+    tried. What the dry runs leave behind is then replayed in breadth-first order, as trying them in
+    that order leaves it."""
+    topo = ctx.state.topology
+    scores: dict[str, float] = {}
+
+    def score(name: str) -> float:
+        found = scores.get(name)
+        if found is None:
+            found = scores[name] = _domain_score(ctx, job, name)
+        return found
+
+    def bound(name: str) -> float:
+        if job.sub_groups:
+            return float("inf")
+        return max(score(topo.lca(job.allocated_hypernode, x)) for x in topo.tree.descendants(name))
+
+    def value(solution: _Solution) -> float:
+        if solution.group_scores is not None:
+            return solution.group_scores
+        return score(solution.ended_in or solution.domain)
+
+    def rank(name: str) -> tuple[int, str]:
+        return topo.tree.tier(name), name
+
+    bounds = [bound(name) for name in names] if len(names) > 1 else [0.0] * len(names)
+    order = sorted(range(len(names)), key=lambda i: (-bounds[i], *rank(names[i])))
     session_errors = ctx.fit_errors
     errors_before: dict[str, FitErrors | None] = {}
     placed_before: dict[int, tuple[TaskInfo, tuple[str, str] | None]] = {}
     runs: list[tuple[int, list[tuple[str, FitErrors | None]], list[tuple[TaskInfo, tuple[str, str] | None]],
                      set[str]]] = []
-    best = None
+    best: _Solution | None = None
+    best_key: tuple[float, int, str] | None = None  # (-score, tier, name): the least wins
     try:
         for i in order:
+            if (best is not None and best_key is not None and len(best.placements) == len(pending)
+                    and (-bounds[i], *rank(names[i])) > best_key):
+                break  # no domain left can beat it, and it places every task (see above)
             journal = _FitErrorJournal(session_errors, errors_before)
             ctx.fit_errors = journal
             last = [t.last_placement for t in pending]
@@ -191,10 +229,10 @@ def _best_by_score(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], na
                     placed_before.setdefault(id(task), (task, was))
                     moved.append((task, task.last_placement))
             runs.append((i, journal.log, moved, set(job.failed_roles)))
-            if best is None:
-                best = trial  # the first that holds the gang is the best-scored one
-            if best is not None and len(best.placements) == len(pending):
-                break  # it places every task: nothing the later dry runs would leave behind is seen
+            if trial is not None:
+                key = (-value(trial), *rank(names[i]))
+                if best_key is None or key < best_key:
+                    best, best_key = trial, key
     finally:
         ctx.fit_errors = session_errors
     if len(runs) > 1:
@@ -241,14 +279,18 @@ def _put(errors: dict[str, FitErrors], uid: str, value: FitErrors | None) -> Non
         errors[uid] = value
 
 
-def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], domain: str) -> Statement | None:
+def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], domain: str, *,
+                     scores: list[float] | None = None) -> Statement | None:
     """A job with sub-groups inside `domain` (Volcano's allocateForSubJob, each sub-group in turn): a
     sub-group whose policy has a hard networkTopology goes inside one domain under `domain` of at most
-    its highest allowed tier, lowest tier first, the best-scored (`sub_group_hypernode_order`, with the
-    sub-group's own tasks; ties to the first name, as Volcano main sorts SubJob candidates) of those
-    where its gang is placed (`sub_job_ready`) or pipelined (`sub_job_pipelined`); the others, and
-    tasks of no sub-group, anywhere in `domain`. Stops once the job is ready; returns the placements
-    when it is ready or pipelined, else undoes them.
+    its highest allowed tier, lowest tier first, the best-scored of those where its gang is placed
+    (`sub_job_ready`) or pipelined (`sub_job_pipelined`); the others, and tasks of no sub-group,
+    anywhere in `domain`. A sub-group's trial is scored by `sub_group_hypernode_order` (with the
+    sub-group's own tasks) on the domain it ended in (the lowest holding its tasks placed so far and by
+    the trial), after the trial is undone; ties to the first name (Volcano main's
+    collectSubJobPlacementCandidates and scoreSubJobPlacementCandidates). Stops once the job is ready;
+    returns the placements when it is ready or pipelined, else undoes them; `scores` gets the score of
+    each sub-group placed (their sum is the job's, in `allocate_job`).
     Without `hypernode_gradient` rules a sub-group's only domain is the job's (as Volcano without the
     plugin's gradient). `tasks` is left with what no sub-group placed."""
     from vpolicy.engine.actions.allocate import allocate_tasks
@@ -278,6 +320,10 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
                 if topo.tree.tier(name) <= group.highest_tier_allowed:
                     by_tier.setdefault(topo.tree.tier(name), []).append(name)
             gradients = [by_tier[t] for t in sorted(by_tier)]
+        held = ""  # the lowest domain holding the sub-group's tasks already placed
+        for task in group.tasks:
+            if task.node_name:
+                held = topo.lca(held, topo.leaf_of(task.node_name))
         for names in gradients:
             best: tuple[float, str, list[tuple[str, TaskInfo, str]]] | None = None
             for name in names:
@@ -287,7 +333,10 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
                     continue
                 ops = [(op.kind, op.task, op.task.node_name) for op in trial.ops]
                 trial.discard()
-                score = float(sum(rt.ask(rule, group, topo.info(name))
+                ended = held
+                for _kind, _task, node in ops:
+                    ended = topo.lca(ended, topo.leaf_of(node))
+                score = float(sum(rt.ask(rule, group, topo.info(ended or name))
                                   for rule in rt.rules("sub_group_hypernode_order")))
                 if best is None or (score, best[1]) > (best[0], name):
                     best = (score, name, ops)
@@ -295,6 +344,8 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
                 for kind, task, node in best[2]:
                     (stmt.allocate if kind == "allocate" else stmt.pipeline)(task, node)
                     placed.add(task.uid)
+                if scores is not None:
+                    scores.append(best[0])
                 break
     rest = [t for t in pending if t.uid not in placed and not any(t in g.tasks for g in job.sub_groups)]
     if rest and not rt.job_ready(job):
