@@ -120,3 +120,22 @@ func watchCount(informer cache.SharedIndexInformer) func() int {
 	})
 	return func() int { return len(seen) }
 }
+
+// refreshImageStates adds every node holding images once more, after all of them: the cache's
+// addNodeImageStates copies each image's holder count into the node's summary when the node is added,
+// so a node added before the other holders of its images would score them as rarer than they are. In a
+// live cluster each node's status updates re-add it, so its summaries count every holder, as
+// kube-scheduler's do.
+func refreshImageStates(sc *vccache.SchedulerCache, c *cluster) error {
+	for _, n := range c.Nodes {
+		if len(n.Status.Images) == 0 {
+			continue
+		}
+		usage := sc.Nodes[n.Name].ResourceUsage
+		if err := sc.AddOrUpdateNode(n); err != nil {
+			return fmt.Errorf("node %s: %v", n.Name, err)
+		}
+		sc.Nodes[n.Name].ResourceUsage = usage
+	}
+	return nil
+}

@@ -138,6 +138,9 @@ func runSession(c *cluster, confStr string, ties string) (*document, error) {
 			sc.Nodes[n.Name].ResourceUsage = usage
 		}
 	}
+	if err := refreshImageStates(sc, c); err != nil {
+		return nil, err
+	}
 	for _, p := range c.Pods {
 		sc.AddPod(p)
 	}
