@@ -85,6 +85,15 @@ READS_A_NUMBER = "plugin 'binpack' reads it here, as a number"
               "'binpack' must be number, got 'abc'", "give 'binpack.resources.nvidia.com/gpu' a number value",
               ((_module_span("volcano/binpack.vpol", 12, 54), READS_A_NUMBER),)),
         id="a-word-for-a-key-read-by-argument"),
+    pytest.param("""
+        - name: network-topology-aware
+          arguments:
+            hypernode.gradient.evict.max-hypernodes: 2.5
+        """, ("c.conf:6:48", "compile.bad-argument: argument 'hypernode.gradient.evict.max-hypernodes' of plugin "
+              "'network_topology_aware' must be int, got 2.5", "give 'hypernode.gradient.evict.max-hypernodes' a int "
+              "value", ((_module_span("volcano/network-topology-aware.vpol", 13, 1),
+                         "parameter 'evict_max_hypernodes' of plugin 'network_topology_aware' (int) is declared here"),)),
+        id="a-fraction-for-the-eviction-domain-count"),
 ])
 def test_a_conf_argument_of_the_wrong_type_is_reported_at_its_value(plugins: str, expected: Found) -> None:
     assert _conf_problems(plugins) == [expected]

@@ -55,6 +55,7 @@ DECIDES: dict[str, Callable[[Any], bool]] = {
     "tier-intersection": bool,
     "tier-union": bool,
     "each": lambda v: False,  # session_close: asked for its effect, its answer decides nothing
+    "min": lambda v: True,  # hypernode_evict_limit: every answer bounds the count
 }
 
 
@@ -461,6 +462,13 @@ class Runtime:
             if permitted:
                 return True
         return True
+
+    def hypernode_evict_limit(self) -> int | None:
+        """How many HyperNode domains an evicting action tries for a hard-mode job or sub-group: the
+        least `hypernode_evict_limit` answer (the network-topology-aware plugin's
+        hypernode.gradient.evict.max-hypernodes); None without a rule (no limit)."""
+        answers = [int(self._call(rule)) for rule in self.rules("hypernode_evict_limit")]
+        return min(answers) if answers else None
 
     def job_pipelined(self, job: JobInfo) -> bool:
         return self._vote("job_pipelined", job)

@@ -486,6 +486,9 @@ CALLBACKS.update({
                                    "enabledHyperNodeGradient", "and",
                                    "a hard-mode job may be placed inside this domain; allocate tries every allowed "
                                    "domain, the tier breaking ties of score (no rule: the whole cluster)"),
+    "hypernode_evict_limit": Callback((), "int", "enabledHyperNodeGradient", "min",
+                                      "how many HyperNodes gangpreempt and gangreclaim try for a hard-mode job or "
+                                      "sub-group, the widest first; several rules: the least (none: no limit)"),
 })
 FUNCTIONS.update({
     "lca_tier": Function(("cluster", "string", "string"), "int",

@@ -16,12 +16,13 @@ pipelined, else it is undone and the next bundle added.
 Domains (Volcano main's GetCandidateDomains): a job whose PodGroup has a hard networkTopology looks for
 room domain by domain, inside the HyperNodes its `hypernode_gradient` rules allow (only those whose
 allocatable covers its minResources, unless it already runs somewhere), the widest tier first and by
-name within a tier, at most the action's `maxDomains` (default 8) of them; victims, the room counted
-and the nodes its tasks are pipelined to all lie inside the domain, and the first domain where the job
-ends pipelined wins. Every other job has one domain, the whole cluster. Inside it, a sub-group with a
-hard networkTopology goes inside one HyperNode of at most its tier (`_nominate`). Left out: the
-plugin's `hypernode.gradient.evict.max-hypernodes` is taken at its default (8), and a sub-group's own
-minResources do not prune its HyperNodes.
+name within a tier, at most as many as the `hypernode_evict_limit` rules allow (the plugin's
+`hypernode.gradient.evict.max-hypernodes`) and the action's `maxDomains` (default 8); victims, the
+room counted and the nodes its tasks are pipelined to all lie inside the domain, and the first domain
+where the job ends pipelined wins. Every other job has one domain, the whole cluster. Inside it, a
+sub-group with a hard networkTopology goes inside one HyperNode of at most its tier (`_nominate`), as
+many as `hypernode_evict_limit` allows. Left out: a sub-group's own minResources do not prune its
+HyperNodes.
 """
 from __future__ import annotations
 
@@ -45,7 +46,6 @@ SAFE, WHOLE = 0, 1
 ALLOW_WHOLE_BUNDLE = "allowWholeBundle"  # the actions' argument: may whole-job bundles be taken
 MAX_DOMAINS = "maxDomains"  # the actions' argument: how many HyperNode domains a hard-topology job tries
 DEFAULT_MAX_DOMAINS = 8
-EVICT_MAX_HYPERNODES = 8  # network-topology-aware's hypernode.gradient.evict.max-hypernodes default
 
 
 @dataclass(slots=True)
@@ -86,13 +86,7 @@ def candidate_domains(ctx: ActionContext, job: JobInfo, action: str) -> list[str
         if not job.allocated_hypernode and job.has_min_resources and not fits(job.min_resources, info.allocatable):
             continue  # too small for the gang even empty
         by_tier.setdefault(info.tier, []).append(name)
-    out: list[str] = []
-    for tier in sorted(by_tier, reverse=True):  # the widest domains first (reverseAndCapEvictionGradients)
-        names = sorted(by_tier[tier])
-        room = EVICT_MAX_HYPERNODES - len(out)
-        out.extend(names if len(names) <= room else names[len(names) - room:])
-        if len(out) >= EVICT_MAX_HYPERNODES:
-            break
+    out = _widest_first(by_tier, rt.hypernode_evict_limit())
     cap = max_domains(ctx, action)
     return out[:cap] if cap > 0 else out
 
@@ -335,18 +329,27 @@ def _nominate(ctx: ActionContext, trial: Statement, job: JobInfo, queue: QueueIn
 
 def _sub_group_domains(ctx: ActionContext, group: Any, domain: str) -> list[str]:
     """The HyperNodes under `domain` (itself included) of at most the sub-group's tier, the widest tier
-    first and by name within a tier, at most `EVICT_MAX_HYPERNODES` (the plugin's eviction gradient)."""
+    first and by name within a tier, at most `hypernode_evict_limit` (the plugin's eviction gradient)."""
     tree = ctx.state.topology.tree
     by_tier: dict[int, list[str]] = {}
     for name in tree.descendants(domain):
         if tree.tier(name) <= group.highest_tier_allowed:
             by_tier.setdefault(tree.tier(name), []).append(name)
+    return _widest_first(by_tier, ctx.runtime.hypernode_evict_limit())
+
+
+def _widest_first(by_tier: dict[int, list[str]], limit: int | None) -> list[str]:
+    """Domains by tier, the widest tier first and by name within a tier, at most `limit` of them (None:
+    all); a tier that does not fit whole keeps its last names (Volcano's reverseAndCapEvictionGradients)."""
     out: list[str] = []
     for tier in sorted(by_tier, reverse=True):
         names = sorted(by_tier[tier])
-        room = EVICT_MAX_HYPERNODES - len(out)
+        if limit is None:
+            out.extend(names)
+            continue
+        room = limit - len(out)
         out.extend(names if len(names) <= room else names[len(names) - room:])
-        if len(out) >= EVICT_MAX_HYPERNODES:
+        if len(out) >= limit:
             break
     return out
 
