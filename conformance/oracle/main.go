@@ -43,11 +43,16 @@ func main() {
 	flag.StringVar(&backfillFlavour, "backfill", "main",
 		"main: the backfill of Volcano's main branch (backfill_main.go); v1.10: v1.10.0's own")
 	ties := flag.String("ties", "random", "random: Volcano's own draw among equally scored nodes; first: the one first in the dump (ties.go)")
+	flag.StringVar(&allocateFlavour, "allocate", "main",
+		"main: allocate putting a job back as Volcano's main branch does (allocate_main.go); v1.10: v1.10.0's own")
 	flag.StringVar(&reclaimFlavour, "reclaim", "main",
 		"main: the reclaim loop of Volcano's main branch as the reference reads it (reclaim_main.go); v1.10: v1.10.0's own")
 	flag.Parse()
 	if backfillFlavour != "main" && backfillFlavour != "v1.10" {
 		fail("oracle: --backfill must be main or v1.10")
+	}
+	if allocateFlavour != "main" && allocateFlavour != "v1.10" {
+		fail("oracle: --allocate must be main or v1.10")
 	}
 	if reclaimFlavour != "main" && reclaimFlavour != "v1.10" {
 		fail("oracle: --reclaim must be main or v1.10")

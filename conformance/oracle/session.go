@@ -185,6 +185,9 @@ func runSession(c *cluster, confStr string, ties string) (*document, error) {
 		if a.Name() == "backfill" && backfillFlavour == "main" {
 			actions[i] = &mainBackfill{}
 		}
+		if a.Name() == "allocate" && allocateFlavour == "main" {
+			actions[i] = &mainAllocate{}
+		}
 		if a.Name() == "reclaim" && reclaimFlavour == "main" {
 			actions[i] = &mainReclaim{}
 		}

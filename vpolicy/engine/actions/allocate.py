@@ -37,16 +37,22 @@ def run(ctx: ActionContext) -> None:
         job = jobs.pop()
         tasks = worksheets[job.key]
         domain = ""
-        if allocate_topology.searches_domains(ctx, job):
+        domain_search = allocate_topology.searches_domains(ctx, job)
+        if domain_search:
             stmt, domain = allocate_topology.allocate_job(ctx, job, tasks, plan=plan)
         else:
             stmt = allocate_tasks(ctx, job, tasks)
-        if stmt is not None and rt.job_ready(job):
+        committed = stmt is not None and rt.job_ready(job)
+        # main puts a job back whenever its tasks are not all tried, ready or not (allocateResources:
+        # `if tasks.Len() > 0`); a turn ends early on readiness or at a task that found no node. A job
+        # searching domains comes back only after a committed turn (as main's hard-topology branch)
+        if not tasks.empty() and (committed or not domain_search):
+            jobs.push(job)
+        if committed:
+            assert stmt is not None
             stmt.commit()
             if domain:  # Volcano's recorder: the job's domain grows to hold the new placements
                 job.allocated_hypernode = ctx.state.topology.lca(job.allocated_hypernode, domain)
-            if not tasks.empty():
-                jobs.push(job)
         queues.push(queue)
     allocate_topology.retry_deferred(ctx, plan, worksheets)
 

@@ -184,6 +184,9 @@ class ActionContext:
             jobs.append(job)
         return jobs
 
-    def pending_tasks(self, job: JobInfo, *, best_effort: bool = False) -> list[TaskInfo]:
+    def pending_tasks(self, job: JobInfo, *, best_effort: bool | None = False) -> list[TaskInfo]:
+        """The job's pending tasks not gated: those asking for resources (allocate's), the best-effort
+        ones (`best_effort=True`, backfill's), or all of them (None: preempt's and reclaim's preemptors,
+        `job.TaskStatusIndex[api.Pending]` in Volcano)."""
         return [t for t in job.tasks if t.status is TaskStatus.PENDING and not t.pod.scheduling_gated
-                and t.best_effort == best_effort]
+                and (best_effort is None or t.best_effort == best_effort)]

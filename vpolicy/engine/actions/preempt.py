@@ -48,7 +48,7 @@ def run(ctx: ActionContext) -> None:
         if job.topology_mode:  # Volcano's preempt acts for no job with a networkTopology (its issue 4374)
             continue
         if rt.job_starving(job):
-            pending = ctx.pending_tasks(job)
+            pending = ctx.pending_tasks(job, best_effort=None)  # a best-effort task preempts too
             if not pending:
                 continue
             under_request.append(job)
@@ -85,7 +85,7 @@ def run(ctx: ActionContext) -> None:
             own_hosts = hosts.get(job.queue.name, nowhere) if job.key in runs_victims else nowhere
             # the job's worksheet is replaced, so a later queue's between-jobs phase pops what this one
             # left (preempt.go: `preemptorTasks[job.UID] = ...`, "preemptor numbers lose when in same job")
-            own = tasks[job.key] = rt.task_queue(ctx.pending_tasks(job))
+            own = tasks[job.key] = rt.task_queue(ctx.pending_tasks(job, best_effort=None))
             while not own.empty():
                 if ctx.out_of_time():
                     return

@@ -27,7 +27,7 @@ def run(ctx: ActionContext) -> None:
             continue
         if not rt.job_starving(job):
             continue
-        pending = ctx.pending_tasks(job)
+        pending = ctx.pending_tasks(job, best_effort=None)  # a best-effort task reclaims too
         if not pending:
             continue
         if job.queue.name not in preemptors:
