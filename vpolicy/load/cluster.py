@@ -154,13 +154,13 @@ def _collect(obj: View, objects: _Objects) -> None:
         return
     group = api_version.split("/", 1)[0] if "/" in api_version else ""
     bucket = _KNOWN.get((group, kind))
-    where = obj.key_span("kind")
     if bucket is None:
         detail = f" of {api_version}" if kind in _KINDS else ""
-        first, count = objects.ignored.get((kind, detail), (where, 0))
+        first, count = objects.ignored.get((kind, detail), (obj.key_span("kind"), 0))
         objects.ignored[(kind, detail)] = (first, count + 1)
         return
-    getattr(objects, bucket).append(View(obj.file, obj.problems, obj.node, kind=kind, anchor=where))
+    # A missing field is reported at the object's `kind`, a span made only then (objects are blamed rarely).
+    getattr(objects, bucket).append(View(obj.file, obj.problems, obj.node, kind=kind, anchor_in=(obj.node, "kind")))
 
 
 def _build(objects: _Objects, problems: Problems) -> snapshot.ClusterSnapshot:
