@@ -45,7 +45,7 @@ def test_scores_asked_per_domain_decide_as_asked_per_node(monkeypatch: pytest.Mo
     with monkeypatch.context() as m:
         # every node its own domain, and no cached class scores: each rule asked on each candidate node
         m.setattr(placement.Placement, "_domain_ids", lambda self: np.arange(len(self.node_list)))
-        m.setattr(placement.Placement, "_score_parts", lambda self, task: (None, []))
+        m.setattr(placement.Placement, "_score_parts", lambda self, task: (None, [], []))
         m.setattr(placement, "_FEW_ROWS", 10**9)  # optimize chooses over whole-node masks, never among rows
         init = placement.Placement.__init__
 

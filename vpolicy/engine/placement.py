@@ -229,19 +229,37 @@ class _LazyInfos:
 
 
 @dataclass(slots=True, eq=False)
+class _TailPart:
+    """A score rule after a rule reading the task's own images (`_ClassView.tail`): its score on every
+    node, shared by the class (`shared`, a static rule), kept per node from the node change log
+    (`usage`, a node-usage rule), or neither: the task's own (the images rule), asked per task."""
+
+    rule: CompiledRule
+    shared: np.ndarray | None = None
+    usage: np.ndarray | None = None
+
+
+@dataclass(slots=True, eq=False)
 class _ClassView:
     """One task class's answers on every node, kept current from the node change log.
 
     `feasible` is the resource fit on FutureIdle AND every predicate rule that the class cache may hold
     (static and node-usage ones); `fits_idle` the fit on Idle; `total` the summed node score, or None
     when a score rule needs the candidate group (a rule reading anything else, or a normalised rule
-    whose values are not all zero for this class: its scale depends on the group's maximum)."""
+    whose values are not all zero for this class: its scale depends on the group's maximum).
+
+    A score rule reading the task's images (nodeorder's image locality, `Placement._own_rules`) is not
+    in the view: the class is not split by image set. `total` then sums the rules before it, and the
+    choice adds, in the rules' order, that rule's answer for the task itself and each rule after it
+    (`tail`), so every node's score is the same sum of the same terms in the same order as before."""
 
     task: TaskInfo  # the first task of the class: every rule the view holds sees the same of any other
     static_mask: np.ndarray | None
     # the score rules in combination order: a static rule's score on every node, or None (node usage:
     # computed per row); rules that always score 0 are left out (adding 0.0 changes no sum)
     parts: list[tuple[CompiledRule, np.ndarray | None]]
+    # the score rules from the first of the task's own on, in order (`tail_scores`); empty when none
+    tail: list[_TailPart]
     # the request on the columns Volcano compares (cpu, memory and each requested resource) and -inf on
     # every other: a row of Idle or FutureIdle is >= it exactly where the class fits it
     needs: np.ndarray
@@ -255,8 +273,12 @@ class _ClassView:
     # score rules reading anything (job state, say) that come after every rule of `total`, none of them
     # normalised: asked over the candidate group on each choice and added to `total` in that same order
     late: list[CompiledRule] = field(default_factory=list)
-    # (row, its usage) -> (fits_idle, feasible, total) as `_refresh_row` found them (`_usage_keyed`)
-    seen: dict[tuple[Any, ...], tuple[bool, bool, float]] = field(default_factory=dict)
+    # the task's own scores of the tail (`_TailPart` with neither) by the task's images: every other
+    # thing its rules read is the same for the class (kept for the session: images never change)
+    own: dict[tuple[str, ...], list[np.ndarray]] = field(default_factory=dict)
+    # (row, its usage) -> (fits_idle, feasible, total, each usage tail part's score) as `_refresh_row`
+    # found them (`_usage_keyed`)
+    seen: dict[tuple[Any, ...], tuple[bool, bool, float, tuple[float, ...]]] = field(default_factory=dict)
 
 
 class Placement:
@@ -286,6 +308,13 @@ class Placement:
         self._pods_cached: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray, int]] = {}
         # what a class view is keyed by: what its rules read, and the request its fit checks compare
         self._view_reads = frozenset().union(*(r.reads for r in (*self.predicates, *self.score_rules)), {"resreq"})
+        # score rules reading the task's images (static, not normalised: a task's answer on a node is its
+        # own whatever the candidates), kept beside the class views (`_ClassView.tail`) and not in their
+        # key: a realistic dump's pods have hundreds of image sets, each a view of its own otherwise
+        self._own_rules = frozenset(id(r) for r in self.score_rules if "images" in r.reads
+                                    and r.depends == "static" and r.normalize_weight is None)
+        if not any("images" in r.reads for r in (*self.predicates, *self.score_rules) if id(r) not in self._own_rules):
+            self._view_reads -= {"images"}
         # `_refresh_row` keeps answers per node usage; not for rules reading numa, or a node's tasks (two
         # sets of tasks may weigh the same): of the rules whose answers it keeps (a predicate or score
         # rule reading node usage; a rule reading anything else, as a job's tasks, is asked anew anyway)
@@ -394,11 +423,7 @@ class Placement:
             return self._pods_values(rule, task, rows)
         key = () if rule.task_blind else task_key(task, rule.reads)
         if rule.depends == "static":
-            ck = (id(rule), key)
-            full = self._static.get(ck)
-            if full is None:
-                full = self._static[ck] = self._eval(rule, task, self._all_rows)
-            on_rows: np.ndarray = full[rows]
+            on_rows: np.ndarray = self._static_values(rule, task, key)[rows]
             return on_rows
         if rule.depends == "node":
             ck = (id(rule), key)
@@ -415,6 +440,14 @@ class Placement:
                 seen[stale] = version[stale]
         on_rows = values[rows]
         return on_rows
+
+    def _static_values(self, rule: CompiledRule, task: TaskInfo, key: tuple[Any, ...]) -> np.ndarray:
+        """A static rule's answers on every node for the tasks of `key` (its `task_key`), kept all session."""
+        ck = (id(rule), key)
+        full = self._static.get(ck)
+        if full is None:
+            full = self._static[ck] = self._eval(rule, task, self._all_rows)
+        return full
 
     def _pods_values(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """A rule counting placed pods on `rows`: kept per task class and node version, and all of it
@@ -554,19 +587,21 @@ class Placement:
         unknown = bool(a.unknown_dims(task.resreq))
         n = len(self.node_list)
         static_mask = self._static_mask(task) if self._static_predicates or self._pods_predicates else None
-        parts, late = self._score_parts(task)
+        parts, tail, late = self._score_parts(task)
         needs, wants = self._needs(task)
-        view = _ClassView(task, static_mask, parts or [], needs, wants, unknown, np.zeros(n, dtype=bool),
+        view = _ClassView(task, static_mask, parts or [], tail, needs, wants, unknown, np.zeros(n, dtype=bool),
                           np.zeros(n, dtype=bool), None if parts is None else np.zeros(n), len(a.changed),
                           late=late)
         self._refresh_rows(view, self._all_rows)
         return view
 
     def _score_parts(self, task: TaskInfo) -> tuple[list[tuple[CompiledRule, np.ndarray | None]] | None,
-                                                    list[CompiledRule]]:
-        """How the view sums node scores for this class, or None when it cannot keep them per node; and
-        the trailing rules asked on each choice (`_ClassView.late`)."""
+                                                    list[_TailPart], list[CompiledRule]]:
+        """How the view sums node scores for this class, or None when it cannot keep them per node; the
+        rules from the first reading the task's own images on (`_ClassView.tail`); and the trailing
+        rules asked on each choice (`_ClassView.late`)."""
         parts: list[tuple[CompiledRule, np.ndarray | None]] = []
+        tail: list[_TailPart] = []
         free = relation_free(task)
         rules = self.score_rules
         late: list[CompiledRule] = []
@@ -575,20 +610,28 @@ class Placement:
             rules = rules[:-1]
         for rule in rules:
             if rule.depends == "pods" and not free:
-                return None, []
+                return None, [], []
             static = rule.depends == "static" or (rule.depends == "pods" and free and not rule.reads & _USAGE)
             if rule.depends == "any" or (rule.normalize_weight is not None and not static):
-                return None, []
+                return None, [], []
             if _always_zero(rule.term):
                 continue
-            if static:
+            if id(rule) in self._own_rules:
+                tail.append(_TailPart(rule))
+            elif static:
                 raw = self._rule_values(rule, task, self._all_rows)
                 if rule.normalize_weight is not None and len(raw) and (raw != raw[0]).any():
-                    return None, []  # scaled by the candidate group's maximum: no per-node score
-                parts.append((rule, rule_score(rule, raw, self.rt.env)))
+                    return None, [], []  # scaled by the candidate group's maximum: no per-node score
+                score = rule_score(rule, raw, self.rt.env)
+                if tail:
+                    tail.append(_TailPart(rule, shared=score))
+                else:
+                    parts.append((rule, score))
+            elif tail:
+                tail.append(_TailPart(rule, usage=np.zeros(len(self.node_list))))
             else:
                 parts.append((rule, None))
-        return parts, late
+        return parts, tail, late
 
     def _refresh_rows(self, view: _ClassView, rows: np.ndarray) -> None:
         """Recompute the view on `rows` with the batched rules (the first build: every row)."""
@@ -610,6 +653,9 @@ class Placement:
             for rule, values in view.parts:
                 total += values[rows] if values is not None else self._node_values(rule, task, rows, batch)
             view.total[rows] = total
+            for part in view.tail:
+                if part.usage is not None:
+                    part.usage[rows] = self._node_values(part.rule, task, rows, batch)
 
     def _node_values(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray, batch: NodeBatch) -> np.ndarray:
         """A node-usage rule's answers on a view's changed `rows`: a batched rule anew (numpy over the
@@ -636,13 +682,17 @@ class Placement:
                    a.without_request[i].tobytes())
             kept = view.seen.get(key)
             if kept is not None:
-                fits_idle, ok, total = kept
+                fits_idle, ok, total, tail_scores = kept
                 view.fits_idle[i] = fits_idle
                 if view.feasible[i] != ok:
                     view.feasible[i] = ok
                     view.found = None
                 if view.total is not None:
                     view.total[i] = total
+                    scores = iter(tail_scores)
+                    for part in view.tail:
+                        if part.usage is not None:
+                            part.usage[i] = next(scores)
                 return
         task = view.task
         idle, future = a.idle_now[i].tolist(), a.future[i].tolist()
@@ -665,12 +715,17 @@ class Placement:
             view.feasible[i] = ok
             view.found = None
         total = 0.0
+        usage: tuple[float, ...] = ()
         if view.total is not None:
             for rule, values in view.parts:
                 total += float(values[i]) if values is not None else float(call(rule, task, node, i))
             view.total[i] = total
+            for part in view.tail:
+                if part.usage is not None:
+                    part.usage[i] = value = float(call(part.rule, task, node, i))
+                    usage += (value,)
         if key is not None:
-            view.seen[key] = (fits_idle, ok, total)
+            view.seen[key] = (fits_idle, ok, total, usage)
 
     def _node_value(self, rule: CompiledRule, task: TaskInfo, node: NodeInfo, i: int) -> Any:
         """`_node_values` on one row: a scalar-only rule's answer from the per-rule cache, otherwise
@@ -794,14 +849,35 @@ class Placement:
         group = idle_rows if len(idle_rows) else rows
         if len(group) == 1:
             return self.node_list[int(group[0])], bool(len(idle_rows))
-        if view.total is None:
-            scores = self._scores_rows(task, group)
-        else:
-            scores = view.total[group]
+        scores = self._scores_rows(task, group) if view.total is None else self._view_scores(view, task, group)
+        return self.node_list[int(group[int(scores.argmax())])], bool(len(idle_rows))
+
+    def _view_scores(self, view: _ClassView, task: TaskInfo, group: np.ndarray) -> np.ndarray:
+        """`task`'s node scores on `group` from its class view (one that keeps them: `total` is set):
+        the view's sum, then its tail's and its late rules' scores added in the rules' order, the
+        same sum `_scores_rows` makes."""
+        assert view.total is not None
+        scores = self._add_tail(view, task, view.total[group], group)
+        if view.late:
             with self._scored_among(group):
                 for rule in view.late:
                     scores = scores + self._rule_values(rule, task, group)
-        return self.node_list[int(group[int(scores.argmax())])], bool(len(idle_rows))
+        return scores
+
+    def _add_tail(self, view: _ClassView, task: TaskInfo, scores: np.ndarray, rows: np.ndarray | slice) -> np.ndarray:
+        """`scores` (the view's sum on `rows`) with the view's tail rules added, in order."""
+        own = view.own.get(task.pod.relations.images)
+        if own is None:  # the task's own answers (its images): kept per image set, not per class
+            own = view.own[task.pod.relations.images] = [
+                self._static_values(p.rule, task, () if p.rule.task_blind else task_key(task, p.rule.reads))
+                for p in view.tail if p.shared is None and p.usage is None]
+        k = 0
+        for part in view.tail:
+            values = part.shared if part.shared is not None else part.usage
+            if values is None:
+                values, k = own[k], k + 1
+            scores = scores + values[rows]
+        return scores
 
     def _packed_row(self, task: TaskInfo, view: _ClassView, rows: np.ndarray, pack: Pack) -> tuple[NodeInfo, bool]:
         """`best_row` in optimize mode: the same Idle-else-FutureIdle group, chosen by `pack` over
@@ -819,6 +895,8 @@ class Placement:
         if not idle:
             group = feasible
         scores = view.total
+        if scores is not None and view.tail:
+            scores = self._add_tail(view, task, scores, slice(None))
         if scores is not None and view.late:
             members = np.flatnonzero(group)
             scores = scores.copy()
@@ -840,11 +918,7 @@ class Placement:
         if view.total is None:  # scores normalised over the candidates: computed on the group alone
             scores = self._scores_rows(task, group)
         else:
-            scores = view.total[group]
-            if view.late:
-                with self._scored_among(group):
-                    for rule in view.late:
-                        scores = scores + self._rule_values(rule, task, group)
+            scores = self._view_scores(view, task, group)
         return self.node_list[pack.choose_among(task, group, scores, idle, view.static_mask)], idle
 
     def rows_by_score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
