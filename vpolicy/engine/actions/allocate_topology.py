@@ -33,6 +33,7 @@ from vpolicy.engine.statement import Statement
 from vpolicy.engine.topology import SessionTopology
 from vpolicy.model import hypernodes as hn
 from vpolicy.model.resources import Resources, total
+from vpolicy.model.snapshot import TaskStatus
 
 
 @dataclass(slots=True)
@@ -324,6 +325,9 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
         for task in group.tasks:
             if task.node_name:
                 held = topo.lca(held, topo.leaf_of(task.node_name))
+        if not held:  # Volcano main's FilterGradientsByMinResource with the SubJob's minResources
+            need = sub_group_min_resources(group)
+            gradients = [kept for kept in ([n for n in names if _covers(topo, need, n)] for names in gradients) if kept]
         for names in gradients:
             best: tuple[float, str, list[tuple[str, TaskInfo, str]]] | None = None
             for name in names:
@@ -482,14 +486,26 @@ def domain_gradients(ctx: ActionContext, job: JobInfo) -> list[list[str]]:
     return out
 
 
+def sub_group_min_resources(group: Any) -> Resources:
+    """A sub-group's minResources as Volcano main's SubJob counts them (GetMinResources: its gang is all
+    of it): the requests of its pending tasks summed."""
+    return total(t.resreq for t in group.tasks if t.status is TaskStatus.PENDING)
+
+
+def _covers(topo: SessionTopology, need: Resources, name: str) -> bool:
+    """The domain's nodes' Idle, or FutureIdle, summed cover `need` (Volcano main's
+    hyperNodeSatisfiesMinResource)."""
+    info = topo.info(name)
+    return fits(need, info.idle) or fits(need, info.future_idle)
+
+
 def _holds_min_resources(topo: SessionTopology, job: JobInfo, name: str) -> bool:
     """Volcano main's FilterGradientsByMinResource: a domain whose nodes' Idle, or FutureIdle, summed
     does not cover the job's minResources is not tried (not for a job already running somewhere, nor
     one without minResources)."""
     if job.allocated_hypernode or not job.has_min_resources:
         return True
-    info = topo.info(name)
-    return fits(job.min_resources, info.idle) or fits(job.min_resources, info.future_idle)
+    return _covers(topo, job.min_resources, name)
 
 
 def unplaced_reason(topo: SessionTopology, job: JobInfo, pending: list[TaskInfo], tried: list[list[str]]) -> str:

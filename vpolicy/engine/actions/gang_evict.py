@@ -20,9 +20,8 @@ name within a tier, at most as many as the `hypernode_evict_limit` rules allow (
 `hypernode.gradient.evict.max-hypernodes`) and the action's `maxDomains` (default 8); victims, the
 room counted and the nodes its tasks are pipelined to all lie inside the domain, and the first domain
 where the job ends pipelined wins. Every other job has one domain, the whole cluster. Inside it, a
-sub-group with a hard networkTopology goes inside one HyperNode of at most its tier (`_nominate`), as
-many as `hypernode_evict_limit` allows. Left out: a sub-group's own minResources do not prune its
-HyperNodes.
+sub-group with a hard networkTopology goes inside one HyperNode of at most its tier whose allocatable
+covers its pending tasks' requests (`_nominate`), as many as `hypernode_evict_limit` allows.
 """
 from __future__ import annotations
 
@@ -33,6 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from vpolicy.engine.actions.allocate_topology import sub_group_min_resources
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.heap import PriorityQueue
 from vpolicy.engine.placement import fits
@@ -328,12 +328,16 @@ def _nominate(ctx: ActionContext, trial: Statement, job: JobInfo, queue: QueueIn
 
 
 def _sub_group_domains(ctx: ActionContext, group: Any, domain: str) -> list[str]:
-    """The HyperNodes under `domain` (itself included) of at most the sub-group's tier, the widest tier
-    first and by name within a tier, at most `hypernode_evict_limit` (the plugin's eviction gradient)."""
-    tree = ctx.state.topology.tree
+    """The HyperNodes under `domain` (itself included) of at most the sub-group's tier whose allocatable
+    covers the sub-group's minResources (unless it already runs somewhere: the plugin's
+    isEligibleHyperNode for eviction), the widest tier first and by name within a tier, at most
+    `hypernode_evict_limit` (the plugin's eviction gradient)."""
+    topo = ctx.state.topology
+    tree = topo.tree
+    need = None if any(t.node_name for t in group.tasks) else sub_group_min_resources(group)
     by_tier: dict[int, list[str]] = {}
     for name in tree.descendants(domain):
-        if tree.tier(name) <= group.highest_tier_allowed:
+        if tree.tier(name) <= group.highest_tier_allowed and (need is None or fits(need, topo.info(name).allocatable)):
             by_tier.setdefault(tree.tier(name), []).append(name)
     return _widest_first(by_tier, ctx.runtime.hypernode_evict_limit())
 
