@@ -771,7 +771,7 @@ def _nodegroup(rng: random.Random) -> tuple[Builder, str]:
     of an allocate-like workload labelled with their queue (`volcano.sh/queue-name`: where v1.10.0 reads
     the queue, main reads the job's; the same queue here). nodegroup comes last in the conf: v1.10.0's
     predicate answers a passing node with a FitError of status Success, which ends Session.PredicateFn
-    before the plugins after it (nodegroup.go:222-236 at v1.10.0); main returns nil."""
+    before the plugins after it (nodegroup.go:242-248 at v1.10.0); main returns nil."""
     b = Builder(rng)
     for cpu, mem in distinct_sizes(rng, rng.randint(2, 6)):
         group = rng.choice((*NODE_GROUPS, *NODE_GROUPS, ""))

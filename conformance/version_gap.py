@@ -53,7 +53,7 @@ _BEYOND_ANY_VOLUME_COUNT = "100000"
 
 def _csi_volumes_uncounted(c: Case) -> Case:
     """v1.10's cache adds a pod's CSI volumes to its task's request as the scalar resource
-    `attachable-volumes-csi-<driver>` (cache/event_handlers.go:78-91, addPodCSIVolumesToTask, at v1.10.0),
+    `attachable-volumes-csi-<driver>` (cache/event_handlers.go:238, NewTaskInfo -> addPodCSIVolumesToTask, at v1.10.0),
     which no node's allocatable lists, so such a pod fits no node there; main's NewTaskInfo leaves the
     count out (the call is commented out) and only the NodeVolumeLimits predicate limits volumes. Every
     node the oracle sees gets an allocatable of each driver's key beyond any count, so v1.10's resource
