@@ -9,6 +9,7 @@ from __future__ import annotations
 from vpolicy.engine import optimize
 from vpolicy.engine.actions.context import ActionContext, unresolvable_before
 from vpolicy.engine.actions.evict_common import fits_with, ordered_victims, useful_candidates
+from vpolicy.engine.actions.reclaim_reuse import ReclaimAnswers
 from vpolicy.engine.heap import PriorityQueue, Queue
 from vpolicy.engine.placement import SPEC_READS, fits, task_key
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
@@ -16,9 +17,12 @@ from vpolicy.engine.statement import Statement
 from vpolicy.model.snapshot import TaskStatus
 
 
-def run(ctx: ActionContext) -> None:
+def run(ctx: ActionContext, *, reuse: bool = True) -> None:
+    """`reuse`: keep the rules' answers per node while they hold (`reclaim_reuse`); off, every node
+    walked is asked again (the same decisions, for tests that compare the two)."""
     ctx.forget_node_memos()
     rt = ctx.runtime
+    answers = ReclaimAnswers(rt, ctx.state, ctx.placement.arrays) if reuse else None
     queues: PriorityQueue[QueueInfo] = PriorityQueue(rt.queue_before)
     preemptors: dict[str, PriorityQueue[JobInfo]] = {}
     tasks: dict[str, Queue[TaskInfo]] = {}
@@ -51,7 +55,7 @@ def run(ctx: ActionContext) -> None:
             task = tasks[job.key].pop()
             if task.pod.preemption_policy == "Never" or not rt.preemptive(queue, task):
                 continue
-            reclaim_one(ctx, stmt, task, job)
+            reclaim_one(ctx, stmt, task, job, answers)
         if rt.job_pipelined(job):
             stmt.commit()
         else:
@@ -59,23 +63,25 @@ def run(ctx: ActionContext) -> None:
         queues.push(queue)
 
 
-def reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInfo) -> bool:
+def reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInfo,
+                answers: ReclaimAnswers | None = None) -> bool:
     """Reclaim for one task; a failure is remembered for its identical siblings until the state changes."""
     spec = task_key(task, SPEC_READS)
     key = ("reclaim", job.key, spec)
     failure_key = (*key, unresolvable_before(ctx, task))  # as preempt's (`preempt.preempt_one`)
     if ctx.eviction_failed_before(failure_key):
         return False
-    done = _reclaim_one(ctx, stmt, task, job, key, ("reclaim", ("queue", job.queue.name), spec))
+    done = _reclaim_one(ctx, stmt, task, job, key, ("reclaim", ("queue", job.queue.name), spec), answers)
     if not done:
         ctx.remember_eviction_failure(failure_key)
     return done
 
 
 def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInfo, kind: tuple[object, ...],
-                 shared: tuple[object, ...]) -> bool:
+                 shared: tuple[object, ...], answers: ReclaimAnswers | None) -> bool:
     """`kind`: the task's job and spec (optimize's bounds read the job); `shared`: its queue and spec,
-    which is all a node's reclaimees depend on, so the queue's jobs share each node's candidates."""
+    which is all a node's reclaimees depend on, so the queue's jobs share each node's candidates, and
+    the rules' answers there (`reclaim_reuse`, keyed by the queue and what the rules read of the task)."""
 
     def reclaimee(t: TaskInfo) -> bool:
         return (t.status is TaskStatus.RUNNING and t.preemptable and t.job is not None
@@ -92,15 +98,20 @@ def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobIn
             if done is not None:
                 return done
     # nodes whose kept answer cannot help are dropped in one array step, as in preempt's walk: no
-    # reclaimee, or too few to free room, at the node's version (`useful_candidates`). (Keeping the
-    # rules' failed answers as preempt does, `victim_reuse`, costs more than it saves here: every
-    # eviction changes the queue that proportion's rule reads on most nodes.)
+    # reclaimee, or too few to free room, at the node's version (`useful_candidates`); victims the
+    # rules chose there that, with FutureIdle, would still not hold the task, while that answer holds
+    # (`reclaim_reuse`: the node, the candidates' jobs, and their queues' allocations inside the
+    # ranges where every comparison the rules made of them comes out the same)
     rows = ctx.not_useless(shared, rows)
+    victim_kind = ("queue", job.queue.name)
+    if answers is not None:
+        rows = answers.open_rows(victim_kind, task, rows)
     for node in (placement.node_list[r] for r in rows.tolist()):
         candidates = useful_candidates(ctx, node, reclaimee, task, shared, need_one=True)
         if candidates is None:
             continue  # no reclaimee, or even every one would not free enough: the rules cannot change that
-        victims, rule = ctx.victims_on("reclaimable", task, node, candidates)
+        victims, rule = (answers.victims(victim_kind, task, node.name, candidates) if answers is not None
+                         else ctx.victims_on("reclaimable", task, node, candidates))
         if not fits_with(victims, task, node):
             continue
         local = ctx.statement()
