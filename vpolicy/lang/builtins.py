@@ -482,6 +482,10 @@ CALLBACKS.update({
                                           "enabledHyperNodeOrder", "sum",
                                           "domain score for placing the sub-group's gang inside it; highest "
                                           "wins"),
+    "sub_group_hypernode_tie_break": Callback((("subgroup", "subgroup"), ("hypernode", "hypernode")), "number",
+                                              "enabledHyperNodeOrder", "sum",
+                                              "added to the sub_group_hypernode_order score of the sub-group's "
+                                              "candidate domains when more than one shares the best score"),
     "hypernode_gradient": Callback((("job", "job"), ("hypernode", "hypernode")), "bool",
                                    "enabledHyperNodeGradient", "and",
                                    "a hard-mode job may be placed inside this domain; allocate tries every allowed "

@@ -286,10 +286,12 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
     sub-group whose policy has a hard networkTopology goes inside one domain under `domain` of at most
     its highest allowed tier, lowest tier first, the best-scored of those where its gang is placed
     (`sub_job_ready`) or pipelined (`sub_job_pipelined`); the others, and tasks of no sub-group,
-    anywhere in `domain`. A sub-group's trial is scored by `sub_group_hypernode_order` (with the
-    sub-group's own tasks) on the domain it ended in (the lowest holding its tasks placed so far and by
-    the trial), after the trial is undone; ties to the first name (Volcano main's
-    collectSubJobPlacementCandidates and scoreSubJobPlacementCandidates). Stops once the job is ready;
+    anywhere in `domain`. Every allowed domain is dry-run; a trial is scored by
+    `sub_group_hypernode_order` (with the sub-group's own tasks) on the domain it ended in (the lowest
+    holding its tasks placed so far and by the trial), after the trial is undone, the tie-break added
+    where several share the best score; the lowest tier that holds it wins, then the best score, then
+    the first name (`_best_candidate`; Volcano main's collectSubJobPlacementCandidates and
+    scoreSubJobPlacementCandidates). Stops once the job is ready;
     returns the placements when it is ready or pipelined, else undoes them; `scores` gets the score of
     each sub-group placed (their sum is the job's, in `allocate_job`).
     Without `hypernode_gradient` rules a sub-group's only domain is the job's (as Volcano without the
@@ -328,8 +330,8 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
         if not held:  # Volcano main's FilterGradientsByMinResource with the SubJob's minResources
             need = sub_group_min_resources(group)
             gradients = [kept for kept in ([n for n in names if _covers(topo, need, n)] for names in gradients) if kept]
-        for names in gradients:
-            best: tuple[float, str, list[tuple[str, TaskInfo, str]]] | None = None
+        candidates: list[_Candidate] = []
+        for gradient, names in enumerate(gradients):
             for name in names:
                 trial = allocate_tasks(ctx, job, rt.task_queue(mine), within=topo.mask(name) & topo.mask(domain),
                                        ready_when=group_ready, pipelined_when=group_pipelined)
@@ -340,17 +342,14 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
                 ended = held
                 for _kind, _task, node in ops:
                     ended = topo.lca(ended, topo.leaf_of(node))
-                score = float(sum(rt.ask(rule, group, topo.info(ended or name))
-                                  for rule in rt.rules("sub_group_hypernode_order")))
-                if best is None or (score, best[1]) > (best[0], name):
-                    best = (score, name, ops)
-            if best is not None:
-                for kind, task, node in best[2]:
-                    (stmt.allocate if kind == "allocate" else stmt.pipeline)(task, node)
-                    placed.add(task.uid)
-                if scores is not None:
-                    scores.append(best[0])
-                break
+                candidates.append(_Candidate(gradient, name, ended or name, ops))
+        if candidates:
+            score, chosen = _best_candidate(ctx, group, candidates)
+            for kind, task, node in chosen.placements:
+                (stmt.allocate if kind == "allocate" else stmt.pipeline)(task, node)
+                placed.add(task.uid)
+            if scores is not None:
+                scores.append(score)
     rest = [t for t in pending if t.uid not in placed and not any(t in g.tasks for g in job.sub_groups)]
     if rest and not rt.job_ready(job):
         more = allocate_tasks(ctx, job, rt.task_queue(rest), within=topo.mask(domain))
@@ -365,6 +364,35 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
         return stmt
     stmt.discard()
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """One sub-group's dry run that left it ready or pipelined (Volcano main's subJobPlacementCandidate)."""
+
+    gradient: int  # the tier group it was tried in, lowest first
+    domain: str  # where it was tried
+    ended_in: str  # the lowest domain holding the sub-group's tasks after it
+    placements: list[tuple[str, TaskInfo, str]]
+
+
+def _best_candidate(ctx: ActionContext, group: Any, candidates: list[_Candidate]) -> tuple[float, _Candidate]:
+    """The sub-group's placement and its score (Volcano main's scoreSubJobPlacementCandidates): each
+    domain a candidate ended in scored by `sub_group_hypernode_order`, those sharing the best score
+    (when more than one) raised by `sub_group_hypernode_tie_break`; then the lowest tier group first,
+    the best score, the first name."""
+    rt, topo = ctx.runtime, ctx.state.topology
+    ended = list(dict.fromkeys(c.ended_in for c in candidates))
+    scores = {name: float(sum(rt.ask(rule, group, topo.info(name)) for rule in rt.rules("sub_group_hypernode_order")))
+              for name in ended}
+    top = max(scores.values())
+    tied = [name for name in ended if scores[name] == top]
+    if len(tied) > 1:
+        for name in tied:
+            scores[name] += float(sum(rt.ask(rule, group, topo.info(name))
+                                      for rule in rt.rules("sub_group_hypernode_tie_break")))
+    chosen = min(candidates, key=lambda c: (c.gradient, -scores[c.ended_in], c.domain))
+    return scores[chosen.ended_in], chosen
 
 
 def sub_group_order(ctx: ActionContext, groups: list[Any]) -> list[Any]:
