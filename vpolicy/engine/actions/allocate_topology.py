@@ -325,7 +325,7 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
             gradients = [by_tier[t] for t in sorted(by_tier)]
         held = ""  # the lowest domain holding the sub-group's tasks already placed
         for task in group.tasks:
-            if task.node_name:
+            if task.node_name and task.status is not TaskStatus.PENDING:
                 held = topo.lca(held, topo.leaf_of(task.node_name))
         if not held:  # Volcano main's FilterGradientsByMinResource with the SubJob's minResources
             need = sub_group_min_resources(group)

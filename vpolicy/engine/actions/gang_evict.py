@@ -334,7 +334,8 @@ def _sub_group_domains(ctx: ActionContext, group: Any, domain: str) -> list[str]
     `hypernode_evict_limit` (the plugin's eviction gradient)."""
     topo = ctx.state.topology
     tree = topo.tree
-    need = None if any(t.node_name for t in group.tasks) else sub_group_min_resources(group)
+    placed = any(t.node_name and t.status is not TaskStatus.PENDING for t in group.tasks)
+    need = None if placed else sub_group_min_resources(group)
     by_tier: dict[int, list[str]] = {}
     for name in tree.descendants(domain):
         if tree.tier(name) <= group.highest_tier_allowed and (need is None or fits(need, topo.info(name).allocatable)):
