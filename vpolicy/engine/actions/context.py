@@ -71,6 +71,9 @@ class ActionContext:
     # preempt's failed nodes, kept while what the victim rules read there is unchanged
     # (`engine.victim_reuse`); made when preempt starts
     victim_fails: FailMemo | None = None
+    # (job key, role) -> per node row: a task of the role failed preempt's predicate there this action
+    # (Volcano's one PredicateHelper per preempt Execute, `preempt.allowed_rows`); cleared when it starts
+    preempt_role_failures: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     # while optimize mode runs an evicting action again: what Volcano's run of it committed
     # (`optimize.never_worse`), the node where it placed each task (uid -> node name), and the joint
     # victim plan the action made from it (`victim_plan`)

@@ -14,6 +14,7 @@ import numpy as np
 from vpolicy.engine import optimize
 from vpolicy.engine.actions import preempt_plan
 from vpolicy.engine.actions.context import ActionContext, unresolvable_before
+from vpolicy.engine.actions.role_fit_memo import ENABLE_KEY
 from vpolicy.engine.actions.evict_common import fits_with, ordered_victims, useful_candidates
 from vpolicy.engine.heap import PriorityQueue, Queue
 from vpolicy.engine.placement import SPEC_READS, fits, task_key
@@ -30,6 +31,7 @@ OTHER_JOBS, SAME_JOB = "other-jobs", "same-job"
 def run(ctx: ActionContext) -> None:
     ctx.forget_node_memos()
     ctx.victim_fails = FailMemo(ctx.runtime, "preemptable", ctx.placement.arrays, ctx.state.job_log)
+    ctx.preempt_role_failures.clear()
     rt = ctx.runtime
     hosts, runs_victims = _preemptable(ctx)
     nowhere = np.zeros(len(ctx.placement.node_list), dtype=bool)
@@ -190,10 +192,13 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
     # scored over every node first: a normalised score depends on the set it is computed over; then
     # only nodes that can offer a victim or already hold the preemptor (FutureIdle) are worth a visit
     placement = ctx.placement
+    # a task of a role is checked first: its failures feed the role's cache whatever happens next
+    allowed = allowed_rows(ctx, preemptor) if preemptor.role else None
     worth = hosts | placement.fits_future(preemptor)
     if not worth.any():
         return False
-    allowed = placement.preempt_rows(preemptor, ctx.fit_errors.get(preemptor.uid))
+    if allowed is None:
+        allowed = allowed_rows(ctx, preemptor)
     if not worth[allowed].any():
         return False  # e.g. room only on nodes whose taints it does not tolerate: no need to score them
     ordered = placement.rows_by_score(preemptor, allowed)
@@ -250,6 +255,37 @@ def _preempt_on(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep, 
         return True
     local.discard()
     return False
+
+
+def allowed_rows(ctx: ActionContext, preemptor: TaskInfo) -> np.ndarray:
+    """The rows of the nodes preempt may use for `preemptor`, ascending: those its predicate does not
+    fail as unresolvable (`Placement.preempt_rows`), less the nodes an earlier action's fit errors kept
+    as unresolvable for it (`GetUnschedulableAndUnresolvableNodesForTask`, never checked), less the nodes
+    where a task of its job and role already failed the predicate in this action: Volcano's preempt
+    searches through one PredicateHelper for the whole action (pkg/scheduler/actions/preempt/preempt.go:99
+    at v1.10.0), whose error cache, keyed by job and role, refuses such a node unchecked
+    (util/predicate_helper.go:47-87; not for a task without a role, nor with `predicateErrorCacheEnable:
+    false`). The nodes it fails on now join its role's entry."""
+    placement = ctx.placement
+    passing = np.zeros(len(placement.node_list), dtype=bool)
+    passing[placement.preempt_rows(preemptor)] = True
+    checked = np.ones(len(placement.node_list), dtype=bool)
+    row = placement.arrays.row
+    for name in unresolvable_before(ctx, preemptor):
+        if name in row:
+            checked[row[name]] = False
+    assert preemptor.job is not None
+    key = (preemptor.job.key, preemptor.role)
+    cached = bool(preemptor.role) and ctx.action_arguments.get("preempt", {}).get(ENABLE_KEY, True) is not False
+    if cached:
+        before = ctx.preempt_role_failures.get(key)
+        if before is not None:
+            checked &= ~before
+        failed = checked & ~passing
+        if failed.any():
+            ctx.preempt_role_failures[key] = failed if before is None else before | failed
+    allowed: np.ndarray = np.flatnonzero(checked & passing)
+    return allowed
 
 
 def _filter_kind(kind: tuple[object, ...], preemptor: TaskInfo) -> tuple[object, ...]:
