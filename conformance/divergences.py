@@ -226,7 +226,11 @@ DIVERGENCES: tuple[Divergence, ...] = (
             "Allocatable and its request fits FutureIdle, without asking the predicates again, so a "
             "preemptor whose pod affinity, anti-affinity, topology spread or host port fails there "
             "(resolvable failures pass the preempt-flavour predicate) is pipelined, with or without "
-            "evictions; main asks PredicateFn too (`preemptorFitsOnNode`), as vpolicy does. Matched when "
+            "evictions; main asks PredicateFn too (`preemptorFitsOnNode`), as vpolicy does. The same "
+            "v1.10.0 reading (an anti-affinity failure is Unschedulable, not UnschedulableAndUnresolvable) "
+            "keeps such a failure of a sibling out of preempt's per-role predicate cache "
+            "(util/predicate_helper.go:47-87), so a later task of that role may still get the node in "
+            "v1.10.0 where vpolicy's cache refuses it (confs-3-34, confs-11-9). Matched when "
             "the conf preempts and every difference is a pod with such terms that Volcano pipelined and "
             "vpolicy did not.",
         matches=_preempt_pipelines_without_predicate),
