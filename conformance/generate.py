@@ -791,13 +791,15 @@ def _nodegroup(rng: random.Random) -> tuple[Builder, str]:
             selector = {"zone": rng.choice(ZONES)} if rng.random() < 0.15 else None
             b.pod(pg, rng.randint(1, 10) * 250, rng.randint(1, 10) * 256, node_selector=selector,
                   labels={QUEUE_NAME: queue}, priority=rng.choice((1, 10, 100)))
-    _running_load(b, rng, queues)
+    actions = rng.choice(("enqueue, allocate", "enqueue, allocate, backfill", "enqueue, allocate, preempt"))
+    # preempting: the running pods fill their nodes, so a higher-priority job of their queue must evict
+    _running_load(b, rng, queues, fill=0.95 if "preempt" in actions else 0.5)
     tiers: list[list[str | tuple[str, dict[str, Any]]]] = [
         ["priority", "gang", "conformance"], ["overcommit", "drf", "predicates", "proportion", "nodeorder"]]
     if rng.random() < 0.5:
         tiers[1].remove("nodeorder")  # the group score alone orders the nodes
     tiers[1].append("nodegroup")
-    return b, conf_text(rng.choice(("enqueue, allocate", "enqueue, allocate, backfill")), tiers)
+    return b, conf_text(actions, tiers)
 
 
 PDB_APPS = ("a", "b", "c")
