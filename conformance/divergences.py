@@ -206,16 +206,25 @@ def _has_pod_relations(pod: dict[str, Any]) -> bool:
 
 def _preempt_pipelines_without_predicate(case: Case, volcano: Outcome, vpolicy: Outcome, lines: list[str]) -> bool:
     """The conf preempts and every difference is a pod with pod relations Volcano pipelined and vpolicy
-    did not."""
+    did not, or a pod Volcano alone evicted from a node where it pipelined such a pod (the room it made
+    for it)."""
     if "preempt" not in case.conf.split("tiers")[0] or not lines:
         return False
     pods = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o for o in case.objects if o["kind"] == "Pod"}
+    pipelined_on: set[str] = set()
+    evicted: list[dict[str, Any]] = []
     for line in lines:
         words = line.split()
         pod = pods.get(words[1].rstrip(":"))
-        if words[0] != "pipeline" or "vpolicy -" not in line or pod is None or not _has_pod_relations(pod):
+        if pod is None:
             return False
-    return True
+        if words[0] == "evict" and line.endswith("only volcano"):
+            evicted.append(pod)
+            continue
+        if words[0] != "pipeline" or "vpolicy -" not in line or not _has_pod_relations(pod):
+            return False
+        pipelined_on.add(dict(volcano.pipelined)[words[1].rstrip(":")])
+    return bool(pipelined_on) and all(p["spec"].get("nodeName") in pipelined_on for p in evicted)
 
 
 DIVERGENCES: tuple[Divergence, ...] = (
@@ -232,7 +241,7 @@ DIVERGENCES: tuple[Divergence, ...] = (
             "(util/predicate_helper.go:47-87), so a later task of that role may still get the node in "
             "v1.10.0 where vpolicy's cache refuses it (confs-3-34, confs-11-9). Matched when "
             "the conf preempts and every difference is a pod with such terms that Volcano pipelined and "
-            "vpolicy did not.",
+            "vpolicy did not, or a pod Volcano alone evicted from a node where it pipelined one.",
         matches=_preempt_pipelines_without_predicate),
     Divergence(
         key="predicates-v1.10-passes-full-pod-slots",
