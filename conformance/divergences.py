@@ -7,10 +7,12 @@ not make Volcano's decision.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from conformance import extender_server
 from conformance.compare import Outcome
 from conformance.generate import GROUP, Case
 from vpolicy.model.quantity import parse_quantity
@@ -204,6 +206,17 @@ def _has_pod_relations(pod: dict[str, Any]) -> bool:
                     p.get("hostPort") for c in spec.get("containers", []) for p in c.get("ports", [])))
 
 
+def _extender_refuses_resolvably(case: Case, pod: dict[str, Any], node: str) -> bool:
+    """The conf's extender predicate (the extender family's server) refuses `pod` on `node` with a
+    resolvable code, which v1.10.0's preempt-flavour predicate lets through."""
+    verb = re.search(r'extender\.predicateVerb: "([^"]+)"', case.conf)
+    if verb is None:
+        return False
+    status, reply = extender_server.answer(verb.group(1), {"task": {"Name": pod["metadata"]["name"]},
+                                                          "node": {"Name": node}})
+    return status == 200 and bool(reply.get("status")) and reply.get("code") != 3
+
+
 def _preempt_pipelines_without_predicate(case: Case, volcano: Outcome, vpolicy: Outcome, lines: list[str]) -> bool:
     """The conf preempts and every difference is a pod with pod relations Volcano pipelined and vpolicy
     did not, or a pod Volcano alone evicted from a node where it pipelined such a pod (the room it made
@@ -221,10 +234,62 @@ def _preempt_pipelines_without_predicate(case: Case, volcano: Outcome, vpolicy: 
         if words[0] == "evict" and line.endswith("only volcano"):
             evicted.append(pod)
             continue
-        if words[0] != "pipeline" or "vpolicy -" not in line or not _has_pod_relations(pod):
+        if words[0] != "pipeline" or "vpolicy -" not in line:
             return False
-        pipelined_on.add(dict(volcano.pipelined)[words[1].rstrip(":")])
+        node = dict(volcano.pipelined)[words[1].rstrip(":")]
+        if not (_has_pod_relations(pod) or _extender_refuses_resolvably(case, pod, node)):
+            return False
+        pipelined_on.add(node)
     return bool(pipelined_on) and all(p["spec"].get("nodeName") in pipelined_on for p in evicted)
+
+
+def _evicted_without_need(case: Case, volcano: Outcome, pod: dict[str, Any]) -> bool:
+    """Whether the pods Volcano pipelined onto `pod`'s node fit there with `pod` left running: the
+    node's allocatable less every pod on it that is neither releasing nor evicted by Volcano."""
+    node_name = pod["spec"].get("nodeName")
+    node = next((o for o in case.objects if o["kind"] == "Node" and o["metadata"]["name"] == node_name), None)
+    if node is None:
+        return False
+    evicted = set(volcano.evictions)
+    held = _resources(node["status"].get("allocatable"))
+    for o in case.objects:
+        if o["kind"] != "Pod" or o["spec"].get("nodeName") != node_name:
+            continue
+        key = f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}"
+        if o is pod or (key not in evicted and not o["metadata"].get("deletionTimestamp")):
+            held = _plus(held, _requests(o), -1.0)
+    pods = {f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}": o
+            for o in case.objects if o["kind"] == "Pod"}
+    wanted = {d: 0.0 for d in _DIMS}
+    for name, on in volcano.pipelined:
+        if on == node_name and name in pods:
+            wanted = _plus(wanted, _requests(pods[name]))
+    return all(wanted[d] <= held[d] for d in _DIMS)
+
+
+def _preempt_keeps_evictions_of_failed_nodes(case: Case, volcano: Outcome, vpolicy: Outcome,
+                                             lines: list[str]) -> bool:
+    """The conf preempts; every difference is a pod only Volcano evicted or only Volcano pipelined, the
+    pipelined ones onto nodes of such evictions; and some such eviction was not needed by what Volcano
+    pipelined onto its node (it was made for a preemptor that then went elsewhere)."""
+    if "preempt" not in case.conf.split("tiers")[0] or not lines:
+        return False
+    pods = {f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}": o
+            for o in case.objects if o["kind"] == "Pod"}
+    evicted: list[dict[str, Any]] = []
+    pipelined_on: list[str] = []
+    for line in lines:
+        words = line.split()
+        name = words[1].rstrip(":")
+        if words[0] == "evict" and line.endswith("only volcano") and name in pods:
+            evicted.append(pods[name])
+        elif words[0] == "pipeline" and line.endswith("vpolicy -"):
+            pipelined_on.append(dict(volcano.pipelined)[name])
+        else:
+            return False
+    nodes = {p["spec"].get("nodeName") for p in evicted}
+    return (bool(evicted) and all(n in nodes for n in pipelined_on)
+            and any(_evicted_without_need(case, volcano, p) for p in evicted))
 
 
 DIVERGENCES: tuple[Divergence, ...] = (
@@ -233,14 +298,16 @@ DIVERGENCES: tuple[Divergence, ...] = (
         go_line="pkg/scheduler/actions/preempt/preempt.go:291,315 (v1.10.0)",
         why="version gap: v1.10.0's preempt pipelines the preemptor on a node once the queue is "
             "Allocatable and its request fits FutureIdle, without asking the predicates again, so a "
-            "preemptor whose pod affinity, anti-affinity, topology spread or host port fails there "
+            "preemptor whose pod affinity, anti-affinity, topology spread or host port fails there, or "
+            "that an extender refuses there with a resolvable code "
             "(resolvable failures pass the preempt-flavour predicate) is pipelined, with or without "
             "evictions; main asks PredicateFn too (`preemptorFitsOnNode`), as vpolicy does. The same "
             "v1.10.0 reading (an anti-affinity failure is Unschedulable, not UnschedulableAndUnresolvable) "
             "keeps such a failure of a sibling out of preempt's per-role predicate cache "
             "(util/predicate_helper.go:47-87), so a later task of that role may still get the node in "
             "v1.10.0 where vpolicy's cache refuses it (confs-3-34, confs-11-9). Matched when "
-            "the conf preempts and every difference is a pod with such terms that Volcano pipelined and "
+            "the conf preempts and every difference is a pod with such terms (or such an extender answer, "
+            "asked of conformance.extender_server) that Volcano pipelined and "
             "vpolicy did not, or a pod Volcano alone evicted from a node where it pipelined one.",
         matches=_preempt_pipelines_without_predicate),
     Divergence(
@@ -265,6 +332,18 @@ DIVERGENCES: tuple[Divergence, ...] = (
             "and the other differences are evictions and pods of those queues Volcano pipelined instead (a "
             "smaller task that stays within deserved on every dimension).",
         matches=_capacity_reclaims_on_any_dimension),
+    Divergence(
+        key="preempt-v1.10-keeps-evictions-of-failed-nodes",
+        go_line="pkg/scheduler/actions/preempt/preempt.go:283-305 (v1.10.0)",
+        why="version gap: v1.10.0's preempt evicts a node's victims straight into the job's statement "
+            "until the preemptor fits, and keeps them when it then does not (Allocatable still false, "
+            "or not enough room): the preemptor goes to a later node and the first node's victims stay "
+            "evicted, their room taken by a later preemptor; main evicts into a statement per node and "
+            "discards it when the preemptor is not pipelined there, as vpolicy does. Matched when the "
+            "conf preempts, every difference is a pod only Volcano evicted or only Volcano pipelined "
+            "(onto a node of such an eviction), and some such eviction was not needed by what Volcano "
+            "pipelined onto its node (confs-5-35, confs-5-41).",
+        matches=_preempt_keeps_evictions_of_failed_nodes),
     Divergence(
         key="capacity-v1.10-reclaims-zero-deserved-dimension",
         go_line="pkg/scheduler/plugins/capacity/capacity.go:245 (v1.10.0)",
