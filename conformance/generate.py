@@ -36,7 +36,7 @@ PRIORITY_CLASSES = (("low", 10), ("normal", 100), ("high", 1000))
 
 FAMILIES = ("allocate", "enqueue", "preempt", "reclaim", "capacity", "backfill", "confs", "tdm", "task-topology",
             "usage", "resourcequota", "sla", "rescheduling", "cdp", "nodegroup", "pdb",
-            "numaaware", "volumes", "imagelocality")
+            "numaaware", "volumes", "imagelocality", "extender")
 
 
 @dataclass
@@ -1014,12 +1014,51 @@ def _imagelocality(rng: random.Random) -> tuple[Builder, str]:
     return b, conf_text(rng.choice(("enqueue, allocate", "enqueue, allocate, backfill")), tiers)
 
 
+EXTENDER_URL = "http://extender.conformance.invalid"  # conformance.extender_server.resolve puts its address here
+
+
+def _extender(rng: random.Random) -> tuple[Builder, str]:
+    """An allocate-like cluster (a preempting conf at times) and the extender plugin asking
+    `conformance.extender_server`, whose answers depend only on the task and node names: a predicate
+    failing some pairs (resolvably or not, or with HTTP 500 in its flaky form), a prioritize scoring
+    every node (failing for some tasks in its flaky form, drawn only with `ignorable`), onSessionOpen
+    at times; `extender.ignorable` drawn."""
+    b = Builder(rng)
+    for cpu, mem in distinct_sizes(rng, rng.randint(2, 5)):
+        b.node(cpu, mem, pods=rng.randint(3, 10))
+    queue = b.queue("q0")
+    for _ in range(rng.randint(1, 4)):
+        count = rng.randint(1, 3)
+        pg = b.podgroup(queue, rng.randint(1, count), phase=rng.choice(("Pending", "Inqueue", "Inqueue")),
+                        priority_class=rng.choice(("", "low", "high")))
+        for _ in range(count):
+            b.pod(pg, rng.randint(1, 10) * 250, rng.randint(1, 10) * 256, priority=rng.choice((1, 10, 100)))
+    actions = rng.choice(("enqueue, allocate", "enqueue, allocate, backfill", "enqueue, allocate, preempt"))
+    _running_load(b, rng, [queue], fill=0.95 if "preempt" in actions else 0.5)
+    ignorable = rng.random() < 0.5
+    arguments: dict[str, Any] = {"extender.urlPrefix": EXTENDER_URL, "extender.httpTimeout": "2s"}
+    predicate = rng.choice(("predicate", "predicateFlaky", ""))
+    prioritize = rng.choice(("prioritize", "prioritizeFlaky" if ignorable else "prioritize", ""))
+    if predicate:
+        arguments["extender.predicateVerb"] = predicate
+    if prioritize:
+        arguments["extender.prioritizeVerb"] = prioritize
+    if rng.random() < 0.3:
+        arguments["extender.onSessionOpenVerb"] = "onSessionOpen"
+    if ignorable:
+        arguments["extender.ignorable"] = True
+    tiers: list[list[str | tuple[str, dict[str, Any]]]] = [
+        ["priority", "gang", "conformance"],
+        ["drf", "predicates", "proportion", "nodeorder", ("extender", {"arguments": arguments})]]
+    return b, conf_text(actions, tiers)
+
+
 _FAMILY_BUILDERS: dict[str, Callable[[random.Random], tuple[Builder, str]]] = {
     "allocate": _allocate, "enqueue": _enqueue, "preempt": _preempt, "reclaim": _reclaim,
     "capacity": _capacity, "backfill": _backfill, "confs": _confs, "tdm": _tdm, "task-topology": _task_topology,
     "usage": _usage, "resourcequota": _resourcequota, "sla": _sla, "rescheduling": _rescheduling,
     "cdp": _cdp, "nodegroup": _nodegroup, "pdb": _pdb, "numaaware": _numaaware,
-    "volumes": _volumes, "imagelocality": _imagelocality,
+    "volumes": _volumes, "imagelocality": _imagelocality, "extender": _extender,
 }
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from conformance import build, divergences, generate, version_gap
+from conformance import build, divergences, extender_server, generate, version_gap
 from conformance.compare import differences, node_classes, outcome, shared_podgroups
 from conformance.engines import Document, EngineError, Oracle, VolcanoPanic, run_vpolicy
 from conformance.generate import FAMILIES, Case, case
@@ -49,6 +49,7 @@ def run_volcano(c: Case, oracle: Oracle, *, ties: str = "random") -> Document:
 
 
 def judge(c: Case, oracle: Oracle, *, runs: int = 3, confirm: int = 17) -> Verdict:
+    c = extender_server.resolve(c)  # a case asking the family's extender: this process's server
     cluster = c.cluster_json()
     try:
         volcano_docs = [run_volcano(c, oracle) for _ in range(runs)]

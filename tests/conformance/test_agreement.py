@@ -24,7 +24,8 @@ SAMPLE = 40
 OPEN: dict[str, int] = {"allocate": 2, "enqueue": 2, "preempt": 2, "reclaim": 2, "capacity": 2, "backfill": 2,
                         "confs": 4, "tdm": 2, "task-topology": 2, "usage": 2,
                         "resourcequota": 2, "sla": 3, "rescheduling": 2, "cdp": 2, "nodegroup": 2, "pdb": 3,
-                        "numaaware": 2, "volumes": 2, "imagelocality": 2}
+                        "numaaware": 2, "volumes": 2, "imagelocality": 2,
+                        "extender": 2}
 # Measured 2026-12-03 17:30 UTC (differ + undecided): allocate 0, enqueue 0, preempt 0, reclaim 0, capacity 0,
 # backfill 0, confs 2 (15:10 UTC: allocate 5, enqueue 0, preempt 0, reclaim 2, capacity 0, backfill 7,
 # confs 4); 16:55 UTC: tdm 0 (34 agree, 6 ties), task-topology 0 (35, 5), usage 0 (36, 4),
@@ -89,7 +90,7 @@ OPEN_RATE: dict[str, float] = {"allocate": 0.02, "enqueue": 0.01, "preempt": 0.0
                                "backfill": 0.01, "confs": 0.07, "tdm": 0.03, "task-topology": 0.01, "usage": 0.01,
                                "resourcequota": 0.01, "sla": 0.03, "rescheduling": 0.01, "cdp": 0.015,
                                "nodegroup": 0.01, "pdb": 0.02, "numaaware": 0.01, "volumes": 0.01,
-                               "imagelocality": 0.01}
+                               "imagelocality": 0.01, "extender": 0.01}
 
 
 def test_every_family_has_its_ceilings() -> None:

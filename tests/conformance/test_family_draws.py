@@ -90,3 +90,26 @@ def test_imagelocality_containers_all_request_resources() -> None:
             for container in pod["spec"]["containers"]:
                 requests = container.get("resources", {}).get("requests", {})
                 assert "cpu" in requests and "memory" in requests
+
+
+def test_extender_answers_depend_only_on_names() -> None:
+    """Both engines must hear the same answer to the same question, whatever else their requests hold."""
+    from conformance import extender_server
+
+    volcano_like = {"task": {"Name": "pg0-t-0", "Resreq": {"MilliCPU": 250}}, "node": {"Name": "n1", "Idle": {}}}
+    vpolicy_like = {"task": {"Name": "pg0-t-0", "UID": "x"}, "node": {"Name": "n1"}}
+    for verb in ("predicate", "predicateFlaky"):
+        assert extender_server.answer(verb, volcano_like) == extender_server.answer(verb, vpolicy_like)
+    scores = extender_server.answer("prioritize", {"task": {"Name": "t"}, "nodes": [{"Name": "a"}, {"Name": "b"}]})
+    assert scores[0] == 200 and set(scores[1]["nodeScore"]) == {"a", "b"}
+    answers = Counter(extender_server.answer("predicateFlaky", {"task": {"Name": f"t{i}"}, "node": {"Name": "n"}})[0]
+                      for i in range(200))
+    assert answers[200] and answers[500]  # the flaky form does fail some calls
+
+
+def test_extender_family_asks_flaky_prioritize_only_when_ignorable() -> None:
+    """A failed prioritize call that is not ignorable leaves Volcano's allocate with a nil node (a panic)."""
+    for i in CASES:
+        conf = case("extender", 11, i).conf
+        if "prioritizeFlaky" in conf:
+            assert "extender.ignorable: true" in conf
