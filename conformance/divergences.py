@@ -243,6 +243,55 @@ def _preempt_pipelines_without_predicate(case: Case, volcano: Outcome, vpolicy: 
     return bool(pipelined_on) and all(p["spec"].get("nodeName") in pipelined_on for p in evicted)
 
 
+def _evicted_without_need(case: Case, volcano: Outcome, pod: dict[str, Any]) -> bool:
+    """Whether the pods Volcano pipelined onto `pod`'s node fit there with `pod` left running: the
+    node's allocatable less every pod on it that is neither releasing nor evicted by Volcano."""
+    node_name = pod["spec"].get("nodeName")
+    node = next((o for o in case.objects if o["kind"] == "Node" and o["metadata"]["name"] == node_name), None)
+    if node is None:
+        return False
+    evicted = set(volcano.evictions)
+    held = _resources(node["status"].get("allocatable"))
+    for o in case.objects:
+        if o["kind"] != "Pod" or o["spec"].get("nodeName") != node_name:
+            continue
+        key = f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}"
+        if o is pod or (key not in evicted and not o["metadata"].get("deletionTimestamp")):
+            held = _plus(held, _requests(o), -1.0)
+    pods = {f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}": o
+            for o in case.objects if o["kind"] == "Pod"}
+    wanted = {d: 0.0 for d in _DIMS}
+    for name, on in volcano.pipelined:
+        if on == node_name and name in pods:
+            wanted = _plus(wanted, _requests(pods[name]))
+    return all(wanted[d] <= held[d] for d in _DIMS)
+
+
+def _preempt_keeps_evictions_of_failed_nodes(case: Case, volcano: Outcome, vpolicy: Outcome,
+                                             lines: list[str]) -> bool:
+    """The conf preempts; every difference is a pod only Volcano evicted or only Volcano pipelined, the
+    pipelined ones onto nodes of such evictions; and some such eviction was not needed by what Volcano
+    pipelined onto its node (it was made for a preemptor that then went elsewhere)."""
+    if "preempt" not in case.conf.split("tiers")[0] or not lines:
+        return False
+    pods = {f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}": o
+            for o in case.objects if o["kind"] == "Pod"}
+    evicted: list[dict[str, Any]] = []
+    pipelined_on: list[str] = []
+    for line in lines:
+        words = line.split()
+        name = words[1].rstrip(":")
+        if words[0] == "evict" and line.endswith("only volcano") and name in pods:
+            evicted.append(pods[name])
+        elif words[0] == "pipeline" and line.endswith("vpolicy -"):
+            pipelined_on.append(dict(volcano.pipelined)[name])
+        else:
+            return False
+    nodes = {p["spec"].get("nodeName") for p in evicted}
+    return (bool(evicted) and all(n in nodes for n in pipelined_on)
+            and any(_evicted_without_need(case, volcano, p) for p in evicted))
+
+
 DIVERGENCES: tuple[Divergence, ...] = (
     Divergence(
         key="preempt-v1.10-pipelines-without-predicate",
@@ -283,6 +332,18 @@ DIVERGENCES: tuple[Divergence, ...] = (
             "and the other differences are evictions and pods of those queues Volcano pipelined instead (a "
             "smaller task that stays within deserved on every dimension).",
         matches=_capacity_reclaims_on_any_dimension),
+    Divergence(
+        key="preempt-v1.10-keeps-evictions-of-failed-nodes",
+        go_line="pkg/scheduler/actions/preempt/preempt.go:283-305 (v1.10.0)",
+        why="version gap: v1.10.0's preempt evicts a node's victims straight into the job's statement "
+            "until the preemptor fits, and keeps them when it then does not (Allocatable still false, "
+            "or not enough room): the preemptor goes to a later node and the first node's victims stay "
+            "evicted, their room taken by a later preemptor; main evicts into a statement per node and "
+            "discards it when the preemptor is not pipelined there, as vpolicy does. Matched when the "
+            "conf preempts, every difference is a pod only Volcano evicted or only Volcano pipelined "
+            "(onto a node of such an eviction), and some such eviction was not needed by what Volcano "
+            "pipelined onto its node (confs-5-35, confs-5-41).",
+        matches=_preempt_keeps_evictions_of_failed_nodes),
     Divergence(
         key="capacity-v1.10-reclaims-zero-deserved-dimension",
         go_line="pkg/scheduler/plugins/capacity/capacity.go:245 (v1.10.0)",
