@@ -193,6 +193,22 @@ def test_a_yaml_list_is_cut_into_items_only_where_its_items_start(tmp_path: Path
     assert fast == cluster.load_cluster(path, fast=False)
 
 
+@pytest.mark.parametrize("pad", [pytest.param("", id="dashes-at-the-key"), pytest.param("  ", id="dashes-indented")])
+def test_a_yaml_list_item_whose_dash_ends_its_line_and_comments_between_items_are_cut_as_written(
+        tmp_path: Path, pad: str) -> None:
+    def items(first: str, second: str) -> str:
+        return "".join(f"{pad}-\n{pad}  apiVersion: v1\n{pad}  kind: Namespace\n{pad}  metadata: {{name: {first}{i}}}\n"
+                       f"# a comment at the first column\n{pad}- apiVersion: v1\n{pad}  kind: Namespace\n"
+                       f"{pad}  metadata:\n{pad}    name: {second}{i}\n" for i in range(2))
+
+    text = f"apiVersion: v1\nitems:\n{items('a', 'b')}kind: List\n---\napiVersion: v1\nitems:\n" \
+           f"{items('c', 'd')}kind: List\n"
+    path = _write(tmp_path, "list.yaml", text)
+    fast = cluster.load_cluster(path, fast=True)
+    assert fast.namespaces == ("a0", "b0", "a1", "b1", "c0", "d0", "c1", "d1")
+    assert fast == cluster.load_cluster(path, fast=False)
+
+
 def test_the_example_cluster_reads_the_same_on_both_paths() -> None:
     """The shipped example has vcjobs, affinity, taints, priorities and a conf ConfigMap: every field the
     readers use must be in the fast path's shapes."""
