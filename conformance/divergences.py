@@ -220,8 +220,9 @@ def _extender_refuses_resolvably(case: Case, pod: dict[str, Any], node: str) -> 
 def _preempt_pipelines_without_predicate(case: Case, volcano: Outcome, vpolicy: Outcome, lines: list[str]) -> bool:
     """The conf preempts and every difference is a pod with pod relations Volcano pipelined and vpolicy
     did not, or a pod Volcano alone evicted from a node where it pipelined such a pod (the room it made
-    for it)."""
-    if "preempt" not in case.conf.split("tiers")[0] or not lines:
+    for it); reclaim's likewise (the oracle's reclaim asks v1.10.0's preempt-flavour predicate)."""
+    actions = case.conf.split("tiers")[0]
+    if ("preempt" not in actions and "reclaim" not in actions) or not lines:
         return False
     pods = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o for o in case.objects if o["kind"] == "Pod"}
     pipelined_on: set[str] = set()
@@ -305,8 +306,10 @@ DIVERGENCES: tuple[Divergence, ...] = (
             "v1.10.0 reading (an anti-affinity failure is Unschedulable, not UnschedulableAndUnresolvable) "
             "keeps such a failure of a sibling out of preempt's per-role predicate cache "
             "(util/predicate_helper.go:47-87), so a later task of that role may still get the node in "
-            "v1.10.0 where vpolicy's cache refuses it (confs-3-34, confs-11-9). Matched when "
-            "the conf preempts and every difference is a pod with such terms (or such an extender answer, "
+            "v1.10.0 where vpolicy's cache refuses it (confs-3-34, confs-11-9); and reclaim, whose "
+            "oracle loop (reclaim_main.go) asks v1.10.0's preempt-flavour predicate, pipelines a pod "
+            "whose anti-affinity fails on the node (confs-5-179). Matched when "
+            "the conf preempts or reclaims and every difference is a pod with such terms (or such an extender answer, "
             "asked of conformance.extender_server) that Volcano pipelined and "
             "vpolicy did not, or a pod Volcano alone evicted from a node where it pipelined one.",
         matches=_preempt_pipelines_without_predicate),
