@@ -193,10 +193,20 @@ def _best_solution(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], na
             found = scores[name] = _domain_score(ctx, job, name)
         return found
 
+    bounds_of: dict[str, float] = {}
+
     def bound(name: str) -> float:
         if job.sub_groups:
             return float("inf")
-        return max(score(topo.lca(job.allocated_hypernode, x)) for x in topo.tree.descendants(name))
+        if job.allocated_hypernode:
+            return max(score(topo.lca(job.allocated_hypernode, x)) for x in topo.tree.descendants(name))
+        found = bounds_of.get(name)
+        if found is None:  # a fresh job ends in its domain's subtree: the best of it, children kept
+            tree = topo.tree
+            kids = ([h for h in tree.hypernodes if h not in tree.parent] if name == hn.CLUSTER_ROOT
+                    else tree.children.get(name, ()))
+            found = bounds_of[name] = max([score(name), *(bound(c) for c in kids)])
+        return found
 
     def value(solution: _Solution) -> float:
         if solution.group_scores is not None:
