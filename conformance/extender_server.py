@@ -3,7 +3,8 @@ in each request, so Volcano's session and vpolicy's hear the same ones.
 
 Verbs (the path's last part): `predicate` fails some (task, node) pairs, resolvably or not;
 `predicateFlaky` also answers some pairs with HTTP 500 (a failed call, which `extender.ignorable`
-decides); `prioritize` scores every node 0-49; `prioritizeFlaky` fails the call for some tasks (the
+decides); `jobEnqueueable` permits, abstains on or rejects a job by its name, `queueOverused` calls
+a queue overused and `jobReady` a job ready by theirs; `prioritize` scores every node 0-49; `prioritizeFlaky` fails the call for some tasks (the
 family uses it only with `ignorable`: a failed prioritize call without it leaves Volcano's
 PrioritizeNodes with no scores and allocate dereferences a nil node, util/scheduler_helper.go:99-102
 and actions/allocate/allocate.go:280 at v1.10.0); `onSessionOpen` and `onSessionClose` answer nothing.
@@ -45,6 +46,13 @@ def answer(verb: str, body: Any) -> tuple[int, dict[str, Any]]:
             return 500, {}
         nodes = [str(n.get("Name", "")) for n in body.get("nodes") or ()]
         return 200, {"nodeScore": {n: float(_draw("prioritize", task, n) % 50) for n in nodes}, "errorMessage": ""}
+    if verb == "jobEnqueueable":
+        d = _draw("enqueue", str((body.get("job") or {}).get("Name", "")))
+        return 200, {"status": 1 if d < 500 else 0 if d < 800 else -1}
+    if verb == "queueOverused":
+        return 200, {"overused": _draw("overused", str((body.get("queue") or {}).get("Name", ""))) < 300}
+    if verb == "jobReady":
+        return 200, {"status": _draw("ready", str((body.get("job") or {}).get("Name", ""))) < 800}
     return 404, {}
 
 

@@ -1045,6 +1045,9 @@ def _extender(rng: random.Random) -> tuple[Builder, str]:
         arguments["extender.prioritizeVerb"] = prioritize
     if rng.random() < 0.3:
         arguments["extender.onSessionOpenVerb"] = "onSessionOpen"
+    for verb in ("jobEnqueueable", "queueOverused", "jobReady"):
+        if rng.random() < 0.25:
+            arguments[f"extender.{verb}Verb"] = verb
     if ignorable:
         arguments["extender.ignorable"] = True
     tiers: list[list[str | tuple[str, dict[str, Any]]]] = [
