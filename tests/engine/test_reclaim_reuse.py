@@ -92,9 +92,9 @@ class _Checked(ReclaimAnswers):
 
     checked = 0
 
-    def victims(self, kind: tuple[object, ...], reclaimer: Any, node_name: str, candidates: list[Any]) -> Any:
+    def victims(self, kind: tuple[object, ...], reclaimer: Any, node: Any, candidates: list[Any]) -> Any:
         before = self.reused
-        answer = super().victims(kind, reclaimer, node_name, candidates)
+        answer = super().victims(kind, reclaimer, node, candidates)
         if self.reused > before:
             fresh = self.runtime.victims(self.callback, reclaimer, candidates)
             assert [t.uid for t in answer[0]] == [t.uid for t in fresh[0]] and answer[1] is fresh[1]

@@ -102,15 +102,18 @@ def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobIn
     # rules chose there that, with FutureIdle, would still not hold the task, while that answer holds
     # (`reclaim_reuse`: the node, the candidates' jobs, and their queues' allocations inside the
     # ranges where every comparison the rules made of them comes out the same)
-    rows = ctx.not_useless(shared, rows)
     victim_kind = ("queue", job.queue.name)
-    if answers is not None:
-        rows = answers.open_rows(victim_kind, task, rows)
-    for node in (placement.node_list[r] for r in rows.tolist()):
-        candidates = useful_candidates(ctx, node, reclaimee, task, shared, need_one=True)
-        if candidates is None:
+    if answers is not None:  # the reclaimees per node kept per queue (`reclaim_reuse.Reclaimees`)
+        rows = answers.open_rows(victim_kind, task, answers.reclaimees.open_rows(job.queue, task, rows))
+    else:
+        rows = ctx.not_useless(shared, rows)
+    for row in rows.tolist():
+        node = placement.node_list[row]
+        candidates = (useful_candidates(ctx, node, reclaimee, task, shared, need_one=True) if answers is None
+                      else answers.reclaimees.on(job.queue, row))
+        if not candidates or answers is not None and not fits_with(candidates, task, node):
             continue  # no reclaimee, or even every one would not free enough: the rules cannot change that
-        victims, rule = (answers.victims(victim_kind, task, node.name, candidates) if answers is not None
+        victims, rule = (answers.victims(victim_kind, task, node, candidates) if answers is not None
                          else ctx.victims_on("reclaimable", task, node, candidates))
         if not fits_with(victims, task, node):
             continue

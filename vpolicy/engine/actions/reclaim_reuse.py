@@ -21,9 +21,11 @@ read is unchanged or provably answers the same:
 
 Any other use of a probed value, a queue attribute outside `QUEUE_FIXED`, or a probing answer that
 differs from the session's own keeps nothing for that node: the rules are asked there again, as
-before. A kept answer that, with the node's FutureIdle, cannot hold the reclaimer (ValidateVictims)
-drops the node from the walk in one array step (`open_rows`); one that can is returned as the answer
-(`victims`). Queues' boxes are checked as arrays, one pass per queue whose allocation moved.
+before. Only answers that, with the node's FutureIdle, cannot hold the reclaimer (ValidateVictims)
+are kept (one that can is acted on at once, and the evictions change the node): while such an answer
+holds, the node leaves the walks of the kind's later reclaimers in one array step (`open_rows`).
+Queues' boxes are checked as arrays, one pass per queue whose allocation moved. `Reclaimees` keeps each
+node's reclaimees per reclaimer queue, so nodes with none, or too few, leave the walk the same way.
 """
 from __future__ import annotations
 
@@ -32,10 +34,12 @@ from typing import Any
 
 import numpy as np
 
+from vpolicy.engine.actions.evict_common import fits_with
 from vpolicy.engine.runtime import Runtime
-from vpolicy.engine.state import JobInfo, QueueInfo, SessionState, TaskInfo
+from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, SessionState, TaskInfo
 from vpolicy.engine.victim_reuse import ReusePlan
 from vpolicy.model.resources import CPU, MEMORY, Resources
+from vpolicy.model.snapshot import TaskStatus
 
 # Queue attributes no action changes during a session (QueueInfo's spec-derived fields).
 QUEUE_FIXED = frozenset({
@@ -350,6 +354,7 @@ class ReclaimAnswers:
         self.plan = ReusePlan.of(runtime.rules(callback), functions)
         self.universe = frozenset(arrays.dims)
         self.memos: dict[tuple[tuple[object, ...], tuple[object, ...]], _Kept] = {}  # (kind, inputs) -> answers
+        self.reclaimees = Reclaimees(arrays)
         self.reused = 0  # answers given from a kept one, rows dropped from walks (tests, profiles)
         self.dropped = 0
         # the last reclaimer's inputs while no task changed status: ((its id, len(job_log)), key, holds)
@@ -472,14 +477,15 @@ class ReclaimAnswers:
             return None
         return [index[k] for k in names if k in index]
 
-    def victims(self, kind: tuple[object, ...], reclaimer: TaskInfo, node_name: str,
+    def victims(self, kind: tuple[object, ...], reclaimer: TaskInfo, node: NodeInfo,
                 candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Any]:
-        """The rules' answer among the node's candidates (the list the action keeps for the node's
-        version and `kind`, the reclaimer's queue): the kept one while it holds, else asked and kept."""
+        """The rules' answer among the node's reclaimees for `kind`, the reclaimer's queue: the kept
+        one while it holds, else asked, and kept when it cannot hold the reclaimer (an answer that can
+        is acted on at once, and the evictions change the node)."""
         memo = self._memo(kind, reclaimer) if candidates else None
         if memo is None:
             return self.runtime.victims(self.callback, reclaimer, candidates)
-        row = self.arrays.row[node_name]
+        row = self.arrays.row[node.name]
         rows = np.array([row])
         if self._valid(memo, rows)[0]:
             kept = memo.answers[row]
@@ -487,7 +493,10 @@ class ReclaimAnswers:
             self.reused += 1
             return list(kept[0]), kept[1]
         answer = self.runtime.victims(self.callback, reclaimer, candidates)
-        self._keep(memo, row, reclaimer, candidates, answer)
+        if fits_with(answer[0], reclaimer, node):
+            memo.version[row] = 0
+        else:
+            self._keep(memo, row, reclaimer, candidates, answer)
         return answer
 
     def _keep(self, memo: _Kept, row: int, reclaimer: TaskInfo, candidates: list[TaskInfo],
@@ -568,3 +577,64 @@ class ReclaimAnswers:
             hi[row] = np.inf
             self._recheck(memo, name, row)
         memo.row_queues[row] = ()
+
+
+# ---------------------------------------------------------------------------------------------------
+# The reclaimees on each node
+# ---------------------------------------------------------------------------------------------------
+
+_Table = tuple[np.ndarray, list[list[TaskInfo]], np.ndarray, np.ndarray]
+
+
+class Reclaimees:
+    """Per reclaimer queue, each node's reclaimees (Running, preemptable tasks of other reclaimable
+    queues, in the node's order) with their requests summed per node column, kept at the node's
+    version. Nodes with none, or with too few to free room for a reclaimer even all together
+    (ValidateVictims on every candidate), leave its walk in one array step (`open_rows`) instead of
+    one call each: the walk's nodes are the same for every reclaimer of a queue, whatever its request."""
+
+    def __init__(self, arrays: Any):
+        self.arrays = arrays
+        # queue name -> per row: 1 + the node version the row was listed at, the lists, their lengths
+        # and their requests' sums
+        self.tables: dict[str, _Table] = {}
+
+    def _table(self, queue: QueueInfo, rows: np.ndarray) -> _Table:
+        table = self.tables.get(queue.name)
+        if table is None:
+            n = len(self.arrays.version)
+            table = self.tables[queue.name] = (np.zeros(n, dtype=np.int64), [[] for _ in range(n)],
+                                               np.zeros(n, dtype=np.int64), np.zeros((n, len(self.arrays.dims))))
+        listed, lists, counts, sums = table
+        stale = rows[listed[rows] != self.arrays.version[rows] + 1]
+        infos, vector = self.arrays.infos, self.arrays.cached_vector
+        for row in stale.tolist():
+            found = [t for t in infos[row].tasks
+                     if t.status is TaskStatus.RUNNING and t.preemptable and t.job is not None
+                     and t.job.queue is not queue and t.job.queue.reclaimable]
+            lists[row] = found
+            counts[row] = len(found)
+            sums[row] = sum((vector(t.resreq) for t in found), np.zeros(len(self.arrays.dims)))
+            listed[row] = self.arrays.version[row] + 1
+        return table
+
+    def open_rows(self, queue: QueueInfo, reclaimer: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """`rows` without the nodes holding no reclaimee for the queue's reclaimer, or too few."""
+        if not len(rows):
+            return rows
+        _listed, _lists, counts, sums = self._table(queue, rows)
+        rows = rows[counts[rows] > 0]
+        index = self.arrays.index
+        names = [CPU, MEMORY, *(k for k in reclaimer.resreq.keys() if k not in (CPU, MEMORY))]
+        if not len(rows) or any(k not in index for k in names if k in (CPU, MEMORY) or reclaimer.resreq.get(k, 0) > 0):
+            return rows  # a dimension no column holds: each node is asked (`fits_with`)
+        columns = [index[k] for k in names if k in index]
+        need = self.arrays.cached_vector(reclaimer.resreq)[columns]
+        room = self.arrays.future[rows][:, columns] + sums[rows][:, columns]
+        short = (need > room + 1e-9 * np.maximum(1.0, np.abs(need))).any(axis=1)
+        out: np.ndarray = rows[~short]
+        return out
+
+    def on(self, queue: QueueInfo, row: int) -> list[TaskInfo]:
+        """The node's reclaimees for the queue's reclaimers now (in the node's order)."""
+        return self._table(queue, np.array([row]))[1][row]
