@@ -302,6 +302,11 @@ class _CountingNode:
         self.reads["pipelined"] = self.reads.get("pipelined", 0) + 1
         return self._pipelined
 
+    @property
+    def evicted(self) -> Resources:
+        self.reads["evicted"] = self.reads.get("evicted", 0) + 1
+        return Resources({})
+
 
 @pytest.mark.parametrize("settings, weight_type", [
     pytest.param({}, int, id="weight-1-from-the-default-literal-gives-ints"),
@@ -325,10 +330,12 @@ def test_generated_least_requested_reads_node_resources_at_most_once_per_dimensi
         answers.append(module.rules["node_order"][0].call({}, task, node))
         reads.append(counted)
     assert [(a, type(a)) for a in answers] == [(74, weight_type)] * 2
-    # node.pipelined is read beside node.used since 2448918 (kube's scores count pipelined pods): once per
-    # dimension too; the fused form reads allocatable once per dimension since the node's side counts its
-    # pods without requests (nonzero_used)
-    assert reads == [{"allocatable": 2, "used": 2, "pipelined": 2}, {"allocatable": 8, "used": 4, "pipelined": 4}]
+    # node.pipelined is read beside node.used since 2448918 (kube's scores count pipelined pods), and
+    # node.evicted since pods this session evicted left kube's NodeInfo: once per dimension too; the fused
+    # form reads allocatable once per dimension since the node's side counts its pods without requests
+    # (nonzero_used)
+    assert reads == [{"allocatable": 2, "used": 2, "pipelined": 2, "evicted": 2},
+                     {"allocatable": 8, "used": 4, "pipelined": 4, "evicted": 4}]
 
 
 def _outcome(fn: Any) -> object:

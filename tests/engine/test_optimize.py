@@ -226,8 +226,9 @@ def _releasing_room() -> ClusterSnapshot:
     4, room for both preemptors; the second fits FutureIdle, so it is pipelined there without evicting
     anything more, victim or none (ValidateVictims asks for none). Volcano's scores (BalancedAllocation
     weighs GPUs for a GPU pod, f7e2d90) send the first preemptor to n0, evicting `halves-1`; its node map
-    then counts that pipelined pod on n0 (2448918), so the second scores n1 higher and evicts the whole
-    8-GPU `halves-2` there: three times the GPUs."""
+    then counts that pipelined pod on n0 (2448918) but no longer the evicted half (Statement.Evict takes
+    it out), so the second goes to n0 too. (Counting the evicted half, vpolicy once sent the second to
+    n1 and evicted the whole 8-GPU `halves-2` there, an outcome Volcano's own session never gives.)"""
     low, high = PriorityClass("low", 10), PriorityClass("high", 1000)
     return snapshot(
         nodes=[_gpu_node("n0"), _gpu_node("n1")],
@@ -246,9 +247,10 @@ def test_preempt_reuses_released_room_before_evicting_more() -> None:
     snap, policy = _releasing_room(), _policy(PREEMPT_CONF)
     volcano, optimized = both(snap, policy)
     assert optimized["pipelined"] == {"ns/urgent-0": "n0", "ns/urgent-1": "n0"}
-    assert volcano["pipelined"] == {"ns/urgent-0": "n0", "ns/urgent-1": "n1"}
-    assert [e["pod"] for e in optimized["evictions"]] == ["ns/halves-0"]  # type: ignore[attr-defined, index]  # reason: JSON
-    assert [e["pod"] for e in volcano["evictions"]] == ["ns/halves-1", "ns/halves-2"]  # type: ignore[attr-defined, index]  # reason: JSON
+    assert volcano["pipelined"] == {"ns/urgent-0": "n0", "ns/urgent-1": "n0"}
+    # one half either way: as good as Volcano's run, which optimize then keeps
+    assert [e["pod"] for e in optimized["evictions"]] in (["ns/halves-0"], ["ns/halves-1"])  # type: ignore[attr-defined, index]  # reason: JSON
+    assert [e["pod"] for e in volcano["evictions"]] == ["ns/halves-1"]  # type: ignore[attr-defined, index]  # reason: JSON
     assert list(validate(snap, optimized, policy=policy, priority_victims=True)) == []
 
 

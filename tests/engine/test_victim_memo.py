@@ -9,7 +9,7 @@ from benchmarks.run import policy_for
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.runtime import Runtime
 from vpolicy.engine.session import run_session
-from vpolicy.engine.victim_memo import preemptor_free
+from vpolicy.engine.victim_memo import preemptor_free, preemptor_reads
 from vpolicy.harness.policy import from_conf
 from vpolicy.load import conf as conf_loader
 
@@ -25,10 +25,19 @@ def _free(conf_text: str, callback: str) -> bool:
 _DEFAULT = conf_loader.default_conf_text().split("\n", 1)[1]
 
 
-def test_volcanos_reclaim_rules_do_not_read_the_reclaimer_and_its_preempt_rules_do() -> None:
-    # gang, conformance and proportion judge the candidates alone; priority and drf compare with the preemptor
-    assert _free(f'actions: "reclaim"\n{_DEFAULT}', "reclaimable") is True
-    assert _free(f'actions: "preempt"\n{_DEFAULT}', "preemptable") is False
+def _reads(conf_text: str, callback: str) -> frozenset[str] | None:
+    policy = from_conf(conf_loader.parse_conf_text(conf_text, file="<test>"))
+    rules = [r for tier in policy.tiers for p in tier for r in p.rules(callback)]
+    functions = {p.module.name: p.module.functions for tier in policy.tiers for p in tier}
+    return preemptor_reads(rules, functions)
+
+
+def test_volcanos_reclaim_rules_read_only_the_reclaimers_request_and_its_preempt_rules_more() -> None:
+    # gang and conformance judge the candidates alone, proportion also compares each victim queue's
+    # allocation with the reclaimer's request (LessPartly); priority and drf compare with the preemptor
+    assert _reads(f'actions: "reclaim"\n{_DEFAULT}', "reclaimable") == {"resreq"}
+    assert _free(f'actions: "reclaim"\n{_DEFAULT}', "reclaimable") is False
+    assert _reads(f'actions: "preempt"\n{_DEFAULT}', "preemptable") is None
 
 
 def test_capacitys_reclaim_rule_reads_the_reclaimers_dimensions() -> None:

@@ -80,9 +80,10 @@ def test_volcanos_preempt_rules_are_followed_and_drfs_share_is_probed() -> None:
 
 
 def test_a_rule_reading_a_queues_state_holds_only_while_the_queue_is_unchanged() -> None:
-    # proportion's reclaim rule reads the candidate's queue's allocation, which tasks on other nodes change
+    # proportion's reclaim rule reads the candidate's queue's allocation, which tasks on other nodes change,
+    # and compares it with the reclaimer's request (Volcano's LessPartly): inputs of the plan
     plan = _plan(f'actions: "reclaim"\n{_DEFAULT}', "reclaimable")
-    assert plan is not None and plan.reads_queues and not plan.inputs
+    assert plan is not None and plan.reads_queues and plan.inputs
     assert not _plan(f'actions: "preempt"\n{_DEFAULT}', "preemptable").reads_queues  # type: ignore[union-attr]  # reason: asserted above
 
 

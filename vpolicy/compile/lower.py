@@ -479,7 +479,7 @@ def annotation_reads(key: str) -> str:
 # task it is asked about nor `cluster` (then every task it reads is one of the node's).
 _NODE_TASK_ATTRS = frozenset({"tasks", "status", "node_name", "started_at", "limits", "resreq", "best_effort"})
 # `numa` (a node's free CPUs for pinning) changes only with placements on that node, as its usage does
-_NODE_ATTRS = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count", "numa",
+_NODE_ATTRS = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "evicted", "pod_count", "numa",
                          "pods_without_cpu_request", "pods_without_memory_request"})
 
 

@@ -26,7 +26,7 @@ VEnv = dict[str, Any]
 VClosure = Callable[[VEnv], Any]
 
 # Node attributes held as per-dimension columns, and scalar-per-node ones.
-RESOURCE_ATTRS = frozenset({"allocatable", "used", "idle", "releasing", "pipelined", "future_idle"})
+RESOURCE_ATTRS = frozenset({"allocatable", "used", "idle", "releasing", "pipelined", "future_idle", "evicted"})
 COUNT_ATTRS = frozenset({"pod_count", "max_pods", "pods_without_cpu_request", "pods_without_memory_request"})
 BATCH_ATTRS = RESOURCE_ATTRS | COUNT_ATTRS | {"unschedulable", "numa"}  # what NodeBatch.attr answers
 # Functions applied per node (spec matching); they take (task, node).

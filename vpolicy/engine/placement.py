@@ -93,7 +93,7 @@ def insufficient(request: Resources, available: Resources) -> list[str]:
 _TASK_KEY_ATTRS = ("resreq", "best_effort", "priority_class_name", "namespace", "role", "guaranteed",
                    "topology_policy", "container_cpus", "container_gpus")
 # Node usage attributes: a rule reading one changes as tasks are placed (compile.lower._NODE_ATTRS)
-_USAGE = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "pod_count", "numa",
+_USAGE = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "evicted", "pod_count", "numa",
                     "pods_without_cpu_request", "pods_without_memory_request"})
 
 
@@ -348,6 +348,8 @@ class Placement:
                 return matrix(a.releasing[rows])
             if name == "pipelined":
                 return matrix(a.pipelined[rows])
+            if name == "evicted":
+                return matrix(a.evicted[rows])
             if name == "idle":
                 return matrix(a.idle_now[rows])
             return matrix(a.future[rows])  # future_idle
@@ -534,10 +536,18 @@ class Placement:
         shortfall = np.flatnonzero(pattern)
         reasons.update(zip(shortfall.tolist(), (words[p] for p in pattern[shortfall].tolist())))
         undecided = np.flatnonzero(pattern == 0)
+        # nodes that failed a rule preemption can help: Volcano's predicates go on past such a failure
+        # (the pod count's, and in main any Unschedulable one: only ShouldAbort's codes stop the chain),
+        # so a later unresolvable rule still marks them for preempt and reclaim (`preempt_rows`)
+        resolvable = np.zeros(0, dtype=np.int64)
         env = self.rt.env
         for rule in self.predicates:
+            if rule.unresolvable and len(resolvable):
+                hard = resolvable[~self._rule_values(rule, task, resolvable).astype(bool)]
+                errors.unresolvable.update(self._names[i] for i in hard.tolist())
+                resolvable = resolvable[~np.isin(resolvable, hard)]
             if not len(undecided):
-                break
+                continue
             passed = self._rule_values(rule, task, undecided).astype(bool)
             for i in undecided[~passed]:
                 if rule.unresolvable:
@@ -545,6 +555,8 @@ class Placement:
                 env[rule.params[0]], env[rule.params[1]] = task, self.node_list[i]
                 reasons[int(i)] = [evaluate_clause(rule, rule.reason, env, part="reason") if rule.reason
                                    else f"rule {rule.label.rule_id} failed"]
+            if not rule.unresolvable:
+                resolvable = np.concatenate((resolvable, undecided[~passed]))
             undecided = undecided[passed]
         names = self._names
         errors.nodes.update((names[i], reasons[i]) for i in sorted(reasons))  # lists shared: read only
@@ -678,7 +690,8 @@ class Placement:
         a = self.arrays
         key = None
         if self._usage_keyed:
-            key = (i, a.used[i].tobytes(), a.releasing[i].tobytes(), a.pipelined[i].tobytes(), a.pod_count[i],
+            key = (i, a.used[i].tobytes(), a.releasing[i].tobytes(), a.pipelined[i].tobytes(), a.evicted[i].tobytes(),
+                   a.pod_count[i],
                    a.without_request[i].tobytes())
             kept = view.seen.get(key)
             if kept is not None:
@@ -786,9 +799,10 @@ class Placement:
         return [self.node_list[i] for i in self.preempt_rows(task)]
 
     def preempt_rows(self, task: TaskInfo, recorded: FitErrors | None = None) -> np.ndarray:
-        """Rows of the nodes where evicting could help, ascending: a node is excluded when its *first*
-        failing predicate rule is `unresolvable` (the chain stops at the first failure, as Volcano's
-        predicates do), and when `recorded`, the fit errors an earlier action of the session kept for
+        """Rows of the nodes where evicting could help, ascending: a node is excluded when a predicate
+        rule it fails is `unresolvable` (Volcano's predicates go on past a failure preemption can help,
+        the pod count's in v1.10.0 and main, any Unschedulable one in main, whose `ShouldAbort` stops
+        the chain only at UnschedulableAndUnresolvable, Error, Wait or Skip), and when `recorded`, the fit errors an earlier action of the session kept for
         the task, found it so then: Volcano's preempt and reclaim start from
         `GetUnschedulableAndUnresolvableNodesForTask` (v1.10.0 framework/session.go:291, main's
         `FilterOutUnschedulableAndUnresolvableNodesForTask`), which reads those errors as they were,
@@ -805,7 +819,7 @@ class Placement:
             failed = rows[~self._rule_values(rule, task, rows).astype(bool)]
             if rule.unresolvable:
                 excluded[failed] = True
-            undecided[failed] = False
+                undecided[failed] = False
         return np.flatnonzero(~excluded)
 
     # scoring --------------------------------------------------------------------------------------

@@ -460,6 +460,8 @@ class PodIndex:
             self.versions[self.delayed_query] += 1
         if task.relations.attachable:
             self.volume_book.touched(self.nodes[row].name)
+        if task.evicted_this_session:
+            return  # out of kube-scheduler's NodeInfo, so out of every count (state.TaskInfo.evicted_this_session)
         terminating = task.status is TaskStatus.RELEASING
         for q in self._membership(task):
             if terminating and self.keys[q].skip_terminating:
@@ -589,7 +591,8 @@ class PodIndex:
         if not wanted:
             return out
         for k, i in enumerate(rows.tolist()):
-            used = [p for other in self.nodes[i].tasks if other is not task for p in other.pod.relations.host_ports]
+            used = [p for other in self.nodes[i].tasks if other is not task and not other.evicted_this_session
+                    for p in other.pod.relations.host_ports]
             out[k] = not any(w.conflicts(u) for w in wanted for u in used)
         return out
 

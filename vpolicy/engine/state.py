@@ -81,6 +81,14 @@ class TaskInfo:
         self.last_placement: tuple[str, str] | None = None
         self.relations: TaskRelations = NO_TASK_RELATIONS  # pod (anti-)affinity and spread, as DSL terms
 
+    @property
+    def evicted_this_session(self) -> bool:
+        """Releasing because this session evicted it (a pod of the snapshot may be releasing already).
+        Volcano's Statement.Evict runs the predicates plugin's DeallocateFunc, which takes such a pod
+        out of kube-scheduler's NodeInfo (predicates.go:249-285 at v1.10.0, main the same): node scores,
+        the pod count, pod (anti-)affinity, spread and host ports no longer see it."""
+        return self.status is TaskStatus.RELEASING and self.original_status is not TaskStatus.RELEASING
+
     # the DSL's term lists (engine.pod_relations fills them when the session's pods have any)
     @property
     def pod_affinity(self) -> list[Any]:
@@ -323,6 +331,9 @@ class NodeInfo:
         # DeallocateFunc, which takes the pod out of the kube NodeInfo its pod-count check reads
         # (predicates.go, v1.10.0 and main), while releasing pods of the snapshot stay in it
         self.evicted_here = 0
+        # their requests: the same DeallocateFunc takes them out of what kube-scheduler's scores read
+        # (NodeResourcesFit, BalancedAllocation), while `used` and `releasing` still hold them
+        self.evicted: Resources = ZERO
         self.gpus: Any = None  # the node's GPU cards in the session (engine.devices.NodeGpus); None: no inventory
         self.numa: Any = None  # its free CPUs per NUMA node (engine.numa.NodeNuma); None: no Numatopology
         self.hypernode = ""  # its lowest HyperNode (engine.topology binds it)
@@ -377,11 +388,12 @@ class NodeInfo:
         return f"Node({self.name})"
 
 
-_USAGE = ("used", "releasing", "pipelined", "idle", "future")
+_USAGE = ("used", "releasing", "pipelined", "idle", "future", "evicted")
 # How each way of holding a request moves the usage rows.
 _MOVES = {
     "used": {"used": 1, "idle": -1, "future": -1},
     "releasing": {"used": 1, "releasing": 1, "idle": -1},  # future = idle + releasing: unchanged
+    "evicted": {"used": 1, "releasing": 1, "idle": -1, "evicted": 1},  # releasing as this session evicted it
     "pipelined": {"pipelined": 1, "future": -1},
 }
 
@@ -405,10 +417,10 @@ class NodeArrays:
         self.infos = nodes
         shape = (len(nodes), len(self.dims))
         self.allocatable = np.zeros(shape)
-        # used, releasing, pipelined, idle and future of a node side by side, so one placement moves
-        # all five rows in one operation (`move`); the named arrays are views into it
+        # used, releasing, pipelined, idle, future and evicted of a node side by side, so one placement
+        # moves all six rows in one operation (`move`); the named arrays are views into it
         self._usage = np.zeros((len(nodes), len(_USAGE), len(self.dims)))
-        self.used, self.releasing, self.pipelined, self.idle_now, self.future = (
+        self.used, self.releasing, self.pipelined, self.idle_now, self.future, self.evicted = (
             self._usage[:, k, :] for k in range(len(_USAGE)))
         self.pod_count = np.zeros(len(nodes))
         # per node: its tasks without a cpu request, without a memory request (NodeInfo's two counts)
@@ -595,14 +607,17 @@ class SessionState:
             node.tasks.append(task)
         else:
             node.tasks.remove(task)
-        no_cpu, no_memory = not task.resreq.get(CPU, 0), not task.resreq.get(MEMORY, 0)
+        evicted = task.evicted_this_session
+        # kube-scheduler's NodeInfo counts neither the requests nor the pods this session evicted
+        no_cpu, no_memory = (False, False) if evicted else (not task.resreq.get(CPU, 0), not task.resreq.get(MEMORY, 0))
         node.pods_without_cpu_request += sign * no_cpu
         node.pods_without_memory_request += sign * no_memory
         request = task.resreq if sign > 0 else -task.resreq
         pipelined = task.status is TaskStatus.PIPELINED
         releasing = task.status is TaskStatus.RELEASING
-        if releasing and task.original_status is not TaskStatus.RELEASING:
+        if evicted:
             node.evicted_here += sign
+            node.evicted = node.evicted + request
         if pipelined:
             node.pipelined = node.pipelined + request
         else:
@@ -614,7 +629,8 @@ class SessionState:
             return  # still building: the arrays are filled once every pod is placed
         i = arrays.row[node.name]
         # dimensions no node has are left out, as in `vector`
-        arrays.move(i, task.resreq, "pipelined" if pipelined else "releasing" if releasing else "used", sign)
+        arrays.move(i, task.resreq, "pipelined" if pipelined else "evicted" if evicted else "releasing" if releasing
+                    else "used", sign)
         arrays.pod_count[i] = node.pod_count
         if no_cpu or no_memory:
             arrays.without_request[i] += (sign * no_cpu, sign * no_memory)
@@ -630,6 +646,7 @@ class SessionState:
         arrays.used[i] = arrays.vector(node.used)
         arrays.releasing[i] = arrays.vector(node.releasing)
         arrays.pipelined[i] = arrays.vector(node.pipelined)
+        arrays.evicted[i] = arrays.vector(node.evicted)
         arrays.pod_count[i] = node.pod_count
         arrays.without_request[i] = (node.pods_without_cpu_request, node.pods_without_memory_request)
         arrays.idle_now[i] = arrays.allocatable[i] - arrays.used[i]

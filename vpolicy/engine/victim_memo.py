@@ -9,9 +9,13 @@ the rules' terms when an action starts; `VictimMemo` then keeps each node's answ
 changes (its version in the node arrays) or a task of one of the candidates' queues changes status
 (`QueueInfo.changes`, which covers every job and queue attribute a rule can read of them).
 
-Rules that read the preemptor (preempt's priority and drf rules, capacity's requested dimensions), or
-anything this cannot follow (a queue's parent or children, other cluster state, a built-in not known
-to read only its arguments), are always asked: the answer is computed for every node, as before.
+Rules that read only the preemptor's request (proportion's reclaim rule skips the victims of a queue
+holding less than the reclaimer asks: Volcano's `allocated.LessPartly(reclaimer.Resreq)`) keep one
+answer per node for one request: a reclaimer asking the same reuses it, another replaces it.
+Rules that read more of the preemptor (preempt's priority and drf rules, capacity's requested
+dimensions), or anything this cannot follow (a queue's parent or children, other cluster state, a
+built-in not known to read only its arguments), are always asked: the answer is computed for every
+node, as before.
 """
 from __future__ import annotations
 
@@ -42,6 +46,8 @@ PURE = frozenset({
 })
 # `cluster.<name>` values fixed for a session
 FIXED_CLUSTER = frozenset({"total"})
+# What of the preemptor a rule may read and still have its answers kept: they are kept per value of it
+KEYED_PREEMPTOR = frozenset({"resreq"})
 
 
 class _Refused(Exception):
@@ -52,14 +58,25 @@ def preemptor_free(rules: list[CompiledRule], functions: dict[str, dict[str, tup
     """Whether the answer of these victim rules depends only on the candidates, their jobs and queues,
     the session's constants and the cluster's fixed total (never on the preemptor). `functions`:
     module name -> its helper functions (`CompiledModule.functions`), followed into."""
+    return preemptor_reads(rules, functions) == frozenset()
+
+
+def preemptor_reads(rules: list[CompiledRule],
+                    functions: dict[str, dict[str, tuple[tuple[str, ...], ir.Term]]]) -> frozenset[str] | None:
+    """What of the preemptor these victim rules read (attributes in KEYED_PREEMPTOR, each read as
+    `preemptor.<name>`), when besides it their answer depends only on what `preemptor_free` allows;
+    None when they read anything else of it, or anything reuse cannot follow."""
+    read: set[str] = set()
     try:
         for rule in rules:
             if len(rule.params) != 2:
                 raise _Refused
-            _Walker(rule.params[0], rule.params[1], functions).walk(rule.term, set())
+            walker = _Walker(rule.params[0], rule.params[1], functions)
+            walker.walk(rule.term, set())
+            read |= walker.preemptor_attrs
     except _Refused:
-        return False
-    return True
+        return None
+    return frozenset(read)
 
 
 def attribute_chain(t: ir.Term) -> tuple[ir.Term, tuple[str, ...]]:
@@ -77,6 +94,7 @@ class _Walker:
     def __init__(self, preemptor: str, candidates: str, functions: dict[str, dict[str, tuple[tuple[str, ...], ir.Term]]]):
         self.p, self.cs, self.functions = preemptor, candidates, functions
         self.inside: set[tuple[str, str]] = set()
+        self.preemptor_attrs: set[str] = set()  # `preemptor.<name>` read, each in KEYED_PREEMPTOR
 
     def walk(self, t: Any, bound: set[str]) -> None:
         """`bound`: names a `let`, select, aggregate or helper parameter binds inside the rule."""
@@ -91,6 +109,11 @@ class _Walker:
             if isinstance(root, ir.Var) and root.name == "cluster" and "cluster" not in bound:
                 if path[0] not in FIXED_CLUSTER:
                     raise _Refused
+                return
+            if isinstance(root, ir.Var) and root.name == self.p and root.name not in bound:
+                if len(path) != 1 or path[0] not in KEYED_PREEMPTOR:
+                    raise _Refused
+                self.preemptor_attrs.add(path[0])
                 return
             if not all(name in FOLLOWED for name in path):
                 raise _Refused
@@ -136,27 +159,37 @@ class _Walker:
 
 
 class VictimMemo:
-    """One callback's answers per node, for rules that do not read the preemptor (`preemptor_free`).
+    """One callback's answers per node, for rules that read of the preemptor at most `reads`
+    (`preemptor_reads`): each answer is kept with those values and serves preemptors with the same.
     An action makes one when it starts (`ActionContext.victims_on`). Change counts only grow, so a
-    node keeps its last answer alone."""
+    node keeps only answers for its state now."""
 
-    def __init__(self) -> None:
-        # node name -> [node version, the candidates list, its queues, their change counts, the answer]
+    def __init__(self, reads: frozenset[str] = frozenset()) -> None:
+        self.reads = tuple(sorted(reads))
+        # node name -> [node version, the candidates list, its queues,
+        #               {the preemptor's values of `reads`: [the queues' change counts, the answer]}]
         self.nodes: dict[str, list[Any]] = {}
+        self._asked: tuple[str, tuple[Any, ...]] = ("", ())  # the node and key of the last `get`
 
-    def get(self, node_name: str, version: int, candidates: list[Any]) -> Any:
+    def get(self, node_name: str, version: int, candidates: list[Any], preemptor: Any = None) -> Any:
         """The answer kept for the node and these candidates (the list the action keeps for the node's
-        version), or None when it is not known for the state now."""
+        version) and a preemptor alike in what the rules read of it, or None when it is not known for
+        the state now."""
+        key = tuple(getattr(preemptor, a) for a in self.reads)
+        self._asked = (node_name, key)
         kept = self.nodes.get(node_name)
         if kept is None or kept[0] != version or kept[1] is not candidates:
             queues = tuple(dict.fromkeys(c.job.queue for c in candidates if c.job is not None))
-            self.nodes[node_name] = [version, candidates, queues, None, None]
+            self.nodes[node_name] = [version, candidates, queues, {}]
             return None
-        if kept[3] != [q.changes for q in kept[2]]:
+        answer = kept[3].get(key)
+        if answer is None or answer[0] != [q.changes for q in kept[2]]:
             return None
-        return kept[4]
+        return answer[1]
 
     def keep(self, node_name: str, answer: Any) -> None:
         """The answer for the node, as asked by the `get` that just found none."""
         kept = self.nodes[node_name]
-        kept[3], kept[4] = [q.changes for q in kept[2]], answer
+        asked_node, key = self._asked
+        assert asked_node == node_name, "keep follows the get that found nothing"
+        kept[3][key] = [[q.changes for q in kept[2]], answer]

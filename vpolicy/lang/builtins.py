@@ -152,6 +152,8 @@ NODE = {
     "releasing": Attribute("resources", "requests of releasing tasks"),
     "pipelined": Attribute("resources", "requests of tasks pipelined onto the node"),
     "future_idle": Attribute("resources", "idle + releasing - pipelined"),
+    "evicted": Attribute("resources", "requests of tasks this session evicted here (in used and releasing too): "
+                                      "kube-scheduler's NodeInfo, which node scores read, no longer holds them"),
     "labels": Attribute("map[string,string]", "node labels"),
     "annotations": Attribute("map[string,string]", "node annotations"),
     "unschedulable": Attribute("bool", "spec.unschedulable"),

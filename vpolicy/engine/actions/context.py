@@ -11,7 +11,7 @@ from vpolicy.engine.placement import FitErrors, Placement
 from vpolicy.engine.runtime import Runtime
 from vpolicy.engine.state import JobInfo, NodeInfo, SessionState, TaskInfo
 from vpolicy.engine.statement import Operation, Outcome, Statement
-from vpolicy.engine.victim_memo import VictimMemo, preemptor_free
+from vpolicy.engine.victim_memo import VictimMemo, preemptor_reads
 from vpolicy.engine.victim_plan import VictimPlan
 from vpolicy.engine.victim_reuse import FailMemo
 from vpolicy.model.snapshot import PodGroupPhase, TaskStatus
@@ -137,18 +137,19 @@ class ActionContext:
 
     def victims_on(self, callback: str, preemptor: TaskInfo, node: NodeInfo,
                    candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Any]:
-        """`Runtime.victims` among the node's candidates; when the rules do not read the preemptor, the
-        answer is kept for the node until it or one of the candidates' queues changes
-        (`engine.victim_memo`), and later preemptors walking past the node reuse it."""
+        """`Runtime.victims` among the node's candidates; when the rules read at most the preemptor's
+        request, the answer is kept for the node until it or one of the candidates' queues changes
+        (`engine.victim_memo`), and later preemptors asking the same walking past the node reuse it."""
         if callback not in self.victim_memos:
             rt = self.runtime
             functions = {p.module.name: p.module.functions for tier in rt.tiers for p in tier}
-            self.victim_memos[callback] = VictimMemo() if preemptor_free(rt.rules(callback), functions) else None
+            reads = preemptor_reads(rt.rules(callback), functions)
+            self.victim_memos[callback] = VictimMemo(reads) if reads is not None else None
         memo = self.victim_memos[callback]
         if memo is None or not candidates:
             return self.runtime.victims(callback, preemptor, candidates)
         arrays = self.placement.arrays
-        found = memo.get(node.name, int(arrays.version[arrays.row[node.name]]), candidates)
+        found = memo.get(node.name, int(arrays.version[arrays.row[node.name]]), candidates, preemptor)
         if found is None:
             found = self.runtime.victims(callback, preemptor, candidates)
             memo.keep(node.name, found)
