@@ -92,7 +92,7 @@ def test_the_shipped_topology_node_score_is_asked_per_domain() -> None:
     assert rules["near_the_job"].by_domain
 
 
-def _try_every_domain(ctx: Any, job: Any, pending: list[Any], names: list[str]) -> Any:
+def _try_every_domain(ctx: Any, job: Any, pending: list[Any], names: list[str], unplaced: Any = None) -> Any:
     """allocate's domain search by its definition (Volcano main's allocateForJob): every domain of every
     allowed tier dry-run in breadth-first order; of those that hold the gang, the one whose placements
     end in the best-scored domain kept (a job with sub-groups: the best sum of its sub-groups' scores),
@@ -100,7 +100,7 @@ def _try_every_domain(ctx: Any, job: Any, pending: list[Any], names: list[str]) 
     tree = ctx.state.topology.tree
     best, best_key = None, None
     for name in names:
-        trial = allocate_topology._trial(ctx, job, pending, name)
+        trial = allocate_topology._trial(ctx, job, pending, name, unplaced=unplaced)
         if trial is None:
             continue
         score = (trial.group_scores if trial.group_scores is not None

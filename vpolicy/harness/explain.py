@@ -248,7 +248,8 @@ def _explain_pending(snapshot: ClusterSnapshot, compiled: CompiledPolicy, result
     out.timings["solver_ms"] = _ms(t0)
     # the solver's room ignores network domains: a hard-mode gang held by its topology says so first
     topology = next((r for t in job.tasks for r in result.decisions.unschedulable.get(t.key, [])
-                     if r.startswith("network topology (hard")), "")
+                     if r.startswith("network topology (hard")
+                     or (r.startswith("sub-group ") and " (hard, highest tier " in r)), "")
     if topology:
         out.summary += f": {topology}"
     elif out.analysis.verdict == "conflict":

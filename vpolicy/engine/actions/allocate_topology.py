@@ -81,6 +81,7 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
     planned = plan.domain(job) if plan is not None else ""
     pending = _drain(tasks)
     tried: list[list[str]] = []
+    unplaced: list[str] = []  # why a sub-group found no domain, from the dry runs
     placement = ctx.placement
     sample, placement.sample = placement.sample, False  # a domain is searched whole
     fits = _fit_rows(ctx, pending)  # every trial is undone: the same FutureIdle before each
@@ -98,9 +99,9 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
             if floor is not None:  # optimize: no dry run where the gang cannot be ready or pipelined
                 names = [n for n in names if _may_hold(ctx, job, floor, n, plan)]
             if not ctx.optimize:
-                best = _best_solution(ctx, job, pending, names)
+                best = _best_solution(ctx, job, pending, names, unplaced)
             for name in names if ctx.optimize else ():
-                trial = _trial(ctx, job, pending, name, plan, planned)
+                trial = _trial(ctx, job, pending, name, plan, planned, unplaced)
                 if trial is not None and (best is None or trial.score > best.score):
                     best = trial
                 if best is not None and best.domain == planned:
@@ -126,12 +127,14 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
         return None, ""
     if job.topology_mode == "soft":  # optimize mode only: no allowed domain holds it; soft mode spreads
         return allocate_tasks(ctx, job, tasks), ""
-    ctx.job_reasons[job.key] = unplaced_reason(topo, job, pending, tried)
+    ctx.job_reasons[job.key] = (unplaced[0] if unplaced and (not job.topology_mode or len(tried) == 1)
+                                else unplaced_reason(topo, job, pending, tried))
     return None, ""
 
 
 def _trial(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], name: str,
-           plan: domain_plan.Plan | None = None, planned: str = "") -> _Solution | None:
+           plan: domain_plan.Plan | None = None, planned: str = "", unplaced: list[str] | None = None,
+           ) -> _Solution | None:
     """The gang's dry run inside domain `name`: its placements (undone) when it is ready or pipelined
     there, scored by the `hypernode_order` rules as the session was before the dry run (as Volcano
     scores its solutions); optimize mode's GPUs left free are read before the placements are undone."""
@@ -143,7 +146,7 @@ def _trial(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], name: str,
     worksheet = rt.task_queue(pending)
     group_scores: list[float] = []
     if job.sub_groups:
-        stmt = place_sub_groups(ctx, job, worksheet, name, scores=group_scores)
+        stmt = place_sub_groups(ctx, job, worksheet, name, scores=group_scores, unplaced=unplaced)
     else:
         stmt = allocate_tasks(ctx, job, worksheet, within=topo.mask(name))
     if (stmt is not None and stmt.ops and plan is not None and name != planned
@@ -168,7 +171,8 @@ def _domain_score(ctx: ActionContext, job: JobInfo, name: str) -> float:
     return float(sum(rt.ask(rule, job, ctx.state.topology.info(name)) for rule in rt.rules("hypernode_order")))
 
 
-def _best_solution(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], names: list[str]) -> _Solution | None:
+def _best_solution(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], names: list[str],
+                   unplaced: list[str] | None = None) -> _Solution | None:
     """Volcano mode: the best solution among the dry runs in `names` (every allowed tier, lowest first,
     breadth-first within a tier), as Volcano main's allocateForJob and selectBestHyperNodeForJob pick
     it: the highest score, then the lowest tier, then the first name. A solution's score is the
@@ -233,7 +237,7 @@ def _best_solution(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], na
             journal = _FitErrorJournal(session_errors, errors_before)
             ctx.fit_errors = journal
             last = [t.last_placement for t in pending]
-            trial = _trial(ctx, job, pending, names[i])
+            trial = _trial(ctx, job, pending, names[i], unplaced=unplaced)
             moved: list[tuple[TaskInfo, tuple[str, str] | None]] = []
             for task, was in zip(pending, last):
                 if task.last_placement is not was:  # placed by this dry run, and undone
@@ -291,7 +295,7 @@ def _put(errors: dict[str, FitErrors], uid: str, value: FitErrors | None) -> Non
 
 
 def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], domain: str, *,
-                     scores: list[float] | None = None) -> Statement | None:
+                     scores: list[float] | None = None, unplaced: list[str] | None = None) -> Statement | None:
     """A job with sub-groups inside `domain` (Volcano's allocateForSubJob, each sub-group in turn): a
     sub-group whose policy has a hard networkTopology goes inside one domain under `domain` of at most
     its highest allowed tier, lowest tier first, the best-scored of those where its gang is placed
@@ -303,7 +307,8 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
     the first name (`_best_candidate`; Volcano main's collectSubJobPlacementCandidates and
     scoreSubJobPlacementCandidates). Stops once the job is ready;
     returns the placements when it is ready or pipelined, else undoes them; `scores` gets the score of
-    each sub-group placed (their sum is the job's, in `allocate_job`).
+    each sub-group placed (their sum is the job's, in `allocate_job`), `unplaced` why a hard sub-group
+    found no domain (`sub_group_reason`).
     Without `hypernode_gradient` rules a sub-group's only domain is the job's (as Volcano without the
     plugin's gradient). `tasks` is left with what no sub-group placed."""
     from vpolicy.engine.actions.allocate import allocate_tasks
@@ -337,6 +342,7 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
         for task in group.tasks:
             if task.node_name and task.status is not TaskStatus.PENDING:
                 held = topo.lca(held, topo.leaf_of(task.node_name))
+        allowed = gradients
         if not held:  # Volcano main's FilterGradientsByMinResource with the SubJob's minResources
             need = sub_group_min_resources(group)
             gradients = [kept for kept in ([n for n in names if _covers(topo, need, n)] for names in gradients) if kept]
@@ -353,6 +359,8 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
                 for _kind, _task, node in ops:
                     ended = topo.lca(ended, topo.leaf_of(node))
                 candidates.append(_Candidate(gradient, name, ended or name, ops))
+        if not candidates and unplaced is not None and group.topology_mode == "hard":
+            unplaced.append(sub_group_reason(topo, group, allowed))
         if candidates:
             score, chosen = _best_candidate(ctx, group, candidates)
             for kind, task, node in chosen.placements:
@@ -554,12 +562,24 @@ def unplaced_reason(topo: SessionTopology, job: JobInfo, pending: list[TaskInfo]
     if not tried:
         return f"{limit}: no HyperNode of an allowed tier holds the job"
     need_count = max(job.min_available - job.ready_count - job.pipelined_count, 1)
-    need = total(t.resreq for t in pending[:need_count])
-    lowest = tried[0]
+    return _shortfall(topo, limit, "gang", total(t.resreq for t in pending[:need_count]), tried[0])
+
+
+def sub_group_reason(topo: SessionTopology, group: Any, tried: list[list[str]]) -> str:
+    """Why a hard sub-group found no domain: its pending tasks' requests (Volcano's SubJob
+    minResources) against the most idle domain of the lowest tier it may use."""
+    limit = f"sub-group {group.name} (hard, highest tier {group.highest_tier_allowed})"
+    if not tried:
+        return f"{limit}: no HyperNode of an allowed tier lies inside the job's domain"
+    return _shortfall(topo, limit, "sub-group", sub_group_min_resources(group), tried[0])
+
+
+def _shortfall(topo: SessionTopology, limit: str, what: str, need: Resources, lowest: list[str]) -> str:
+    """`need` against the most idle of `lowest` (domains of one tier): what is short, and where."""
     tier = topo.tree.tier(lowest[0])
     scarce = _scarcest(need, [topo.info(n).idle for n in lowest])
     if scarce is None:
-        return (f"{limit}: the gang fits in no domain of tier {tier} ({', '.join(lowest[:5])}"
+        return (f"{limit}: the {what} fits in no domain of tier {tier} ({', '.join(lowest[:5])}"
                 f"{', ...' if len(lowest) > 5 else ''}) nor above within the limit")
     dim, wanted = scarce
     most = max(lowest, key=lambda n: topo.info(n).idle.get(dim, 0))
