@@ -22,7 +22,7 @@ SAMPLE = 40
 # Cases of the CI sample (seed SEED, cases 0..SAMPLE-1) that still differ (or are undecided) for the open
 # reasons docs/conformance.md lists; lower a number when a fix closes a case.
 OPEN: dict[str, int] = {"allocate": 2, "enqueue": 2, "preempt": 2, "reclaim": 2, "capacity": 2, "backfill": 2,
-                        "confs": 4, "tdm": 2, "task-topology": 2, "usage": 2,
+                        "confs": 2, "tdm": 2, "task-topology": 2, "usage": 2,
                         "resourcequota": 2, "sla": 3, "rescheduling": 2, "cdp": 2, "nodegroup": 2, "pdb": 3,
                         "numaaware": 2, "volumes": 2, "imagelocality": 2,
                         "extender": 2}
@@ -33,6 +33,7 @@ OPEN: dict[str, int] = {"allocate": 2, "enqueue": 2, "preempt": 2, "reclaim": 2,
 # rescheduling 0 (40 agree), cdp 1 (preempt skipping a node whose victims are all protected,
 # docs/conformance.md). Each family whose sample has Volcano-side ties gets up to 2 more, as such a case can
 # land on `undecided` instead of `agree-tie` when Volcano's random draws miss vpolicy's outcome.
+# 20:00 UTC: confs 0 of 40 (the oracle's tie run, allocate_main.go and the fixes of docs/conformance.md).
 # 19:40 UTC: tdm 0 and cdp 0 (the evicted pod's slot, 8deeff3); nodegroup 0, pdb 0, numaaware 0, volumes 0,
 # imagelocality 0 (new families: 2 for ties, pdb 3 as reclaim's ties land on undecided more often).
 
@@ -80,16 +81,19 @@ def test_role_label_case_is_drawn() -> None:
     assert roles["label"] and roles["annotation"]
 
 
-# Open cases (differ + undecided) per case at scale: the rates of the 200-case table in docs/conformance.md
-# (the most of seeds 1-3 at 17:40 UTC: allocate 1%, enqueue 0%, preempt 1%, reclaim 1.5%, capacity 0.5%,
-# backfill 0%, confs 5.5%) with room for sampling noise; the goal is 0 everywhere.
-# The plugin families' 200-case runs of seeds 1-2 (16:55-17:30 UTC): tdm 1.5%, task-topology 0%, usage 0%,
-# resourcequota 0%, sla 2% (the v1.10 inqueue gap), rescheduling 0%, cdp 0.5% (0% at 19:20 UTC, as tdm);
-# nodegroup, pdb, numaaware, volumes, imagelocality 0% of 400 (19:40 UTC).
-OPEN_RATE: dict[str, float] = {"allocate": 0.02, "enqueue": 0.01, "preempt": 0.02, "reclaim": 0.03, "capacity": 0.015,
-                               "backfill": 0.01, "confs": 0.07, "tdm": 0.03, "task-topology": 0.01, "usage": 0.01,
-                               "resourcequota": 0.01, "sla": 0.03, "rescheduling": 0.01, "cdp": 0.015,
-                               "nodegroup": 0.01, "pdb": 0.02, "numaaware": 0.01, "volumes": 0.01,
+# Open cases (differ + undecided) per case at scale: the most measured over 200-case runs, with room for
+# sampling noise and for tie-heavy families (whose ties can land on `undecided`); the goal is 0 everywhere.
+# Seed 6, every family, 20:00 UTC (`python -m conformance.run --family all --count 200 --seed 6 --no-shrink`):
+# allocate 0, enqueue 0, preempt 2 (preempt-6-101, -20), reclaim 1, capacity 0, backfill 0, confs 2
+# (confs-6-105: the anti-affinity reading, docs/conformance.md; -102 undecided), tdm 0, task-topology 0
+# (40 ties), usage 0, resourcequota 0, sla 6 (the v1.10 inqueue gap), rescheduling 0, cdp 1 (cdp-6-152),
+# nodegroup 0, pdb 1, numaaware 0 (64 ties), volumes 0, imagelocality 0 (79 ties), extender 0. Earlier
+# maxima of seeds 1-3 (17:40 UTC): allocate 1%, reclaim 1.5%, capacity 0.5%, sla 2%; confs seeds 1-5 at
+# 20:00 UTC: 0, 1, 0, 1, 0 of 200.
+OPEN_RATE: dict[str, float] = {"allocate": 0.015, "enqueue": 0.005, "preempt": 0.02, "reclaim": 0.025,
+                               "capacity": 0.01, "backfill": 0.01, "confs": 0.02, "tdm": 0.01, "task-topology": 0.01,
+                               "usage": 0.01, "resourcequota": 0.005, "sla": 0.04, "rescheduling": 0.005,
+                               "cdp": 0.015, "nodegroup": 0.01, "pdb": 0.02, "numaaware": 0.01, "volumes": 0.01,
                                "imagelocality": 0.01, "extender": 0.01}
 
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.engine.build import GIB, NS, node, podgroup, resources, snapshot
-from vpolicy.engine import placement
+from vpolicy.engine import placement, pod_relations
 from vpolicy.engine.runtime import Runtime
 from vpolicy.engine.session import CompiledPolicy, run_session
 from vpolicy.engine.state import SessionState
@@ -87,6 +87,20 @@ def test_views_shared_across_image_sets_decide_as_scoring_every_candidate(
         m.setattr(placement.Placement, "_score_parts", lambda self, task: (None, [], []))
         plain = _document(snap, mode)
     assert shared == plain
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(snap=imaged_clusters())
+def test_image_scores_let_go_and_computed_again_decide_the_same(monkeypatch: pytest.MonkeyPatch,
+                                                                 snap: ClusterSnapshot) -> None:
+    """The per-image-set answers are kept for the latest sets only (memory at L); one set at a time
+    kept, every other task's are computed again, and nothing changes."""
+    kept = _document(snap, "volcano")
+    with monkeypatch.context() as m:
+        m.setattr(placement, "_OWN_SCORES_KEPT", 1)
+        m.setattr(pod_relations, "_IMAGE_SUMS_KEPT", 1)
+        assert _document(snap, "volcano") == kept
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

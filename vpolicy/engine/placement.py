@@ -38,6 +38,9 @@ MINIMUM_FEASIBLE_NODES = 100  # Volcano's --minimum-feasible-nodes
 _FEW_ROWS = 4  # optimize chooses among rows themselves below a quarter of the nodes (`_packed_among`)
 MINIMUM_PERCENTAGE = 5  # Volcano's --minimum-percentage-nodes-to-find
 _SCALAR_BELOW = 8  # measured: below this many nodes one closure call per node beats a numpy batch
+# image sets whose own scores (`Placement._own_values`) are kept, the oldest let go first: a job's pods
+# share theirs and are placed together; all of them kept, the L dump's 2,500 sets of 5,000 nodes held 100 MB
+_OWN_SCORES_KEPT = 256
 
 
 class Pack(Protocol):
@@ -273,9 +276,6 @@ class _ClassView:
     # score rules reading anything (job state, say) that come after every rule of `total`, none of them
     # normalised: asked over the candidate group on each choice and added to `total` in that same order
     late: list[CompiledRule] = field(default_factory=list)
-    # the task's own scores of the tail (`_TailPart` with neither) by the task's images: every other
-    # thing its rules read is the same for the class (kept for the session: images never change)
-    own: dict[tuple[str, ...], list[np.ndarray]] = field(default_factory=dict)
     # (row, its usage) -> (fits_idle, feasible, total, each usage tail part's score) as `_refresh_row`
     # found them (`_usage_keyed`)
     seen: dict[tuple[Any, ...], tuple[bool, bool, float, tuple[float, ...]]] = field(default_factory=dict)
@@ -300,6 +300,10 @@ class Placement:
         self._cached: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
         self._views: dict[tuple[Any, ...], _ClassView] = {}
         self._task_views: dict[str, _ClassView] = {}  # task uid -> its class's view (a task's spec is fixed)
+        # (rule, task_key) -> a rule reading the task's own images on every node (`_own_values`), and the
+        # last (view, images, their scores) asked: the tasks of one job ask in a row
+        self._own: dict[tuple[Any, ...], np.ndarray] = {}
+        self._last_own: tuple[_ClassView, tuple[str, ...], list[np.ndarray]] | None = None
         self._names = [n.name for n in self.node_list]
         self._node_predicates = [r for r in self._dynamic_predicates if r.depends == "node"]
         self._any_predicates = [r for r in self._dynamic_predicates if r.depends == "any"]
@@ -450,6 +454,18 @@ class Placement:
         if full is None:
             full = self._static[ck] = self._eval(rule, task, self._all_rows)
         return full
+
+    def _own_values(self, rule: CompiledRule, task: TaskInfo) -> np.ndarray:
+        """`_static_values` for a rule reading the task's images (`_own_rules`), from a cache of the
+        latest image sets asked (`_OWN_SCORES_KEPT`): one answer per image set, kept all session, cost
+        the L dump 100 MB; one asked again after it was let go is computed again, the same answer."""
+        key = (id(rule), () if rule.task_blind else task_key(task, rule.reads))
+        values = self._own.get(key)
+        if values is None:
+            if len(self._own) >= _OWN_SCORES_KEPT:
+                del self._own[next(iter(self._own))]
+            values = self._own[key] = self._eval(rule, task, self._all_rows)
+        return values
 
     def _pods_values(self, rule: CompiledRule, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """A rule counting placed pods on `rows`: kept per task class and node version, and all of it
@@ -880,11 +896,12 @@ class Placement:
 
     def _add_tail(self, view: _ClassView, task: TaskInfo, scores: np.ndarray, rows: np.ndarray | slice) -> np.ndarray:
         """`scores` (the view's sum on `rows`) with the view's tail rules added, in order."""
-        own = view.own.get(task.pod.relations.images)
-        if own is None:  # the task's own answers (its images): kept per image set, not per class
-            own = view.own[task.pod.relations.images] = [
-                self._static_values(p.rule, task, () if p.rule.task_blind else task_key(task, p.rule.reads))
-                for p in view.tail if p.shared is None and p.usage is None]
+        images, last = task.pod.relations.images, self._last_own
+        if last is not None and last[0] is view and last[1] == images:
+            own = last[2]
+        else:  # what else the rules read is the class's: the same answers for the same images
+            own = [self._own_values(p.rule, task) for p in view.tail if p.shared is None and p.usage is None]
+            self._last_own = (view, images, own)
         k = 0
         for part in view.tail:
             values = part.shared if part.shared is not None else part.usage
