@@ -168,6 +168,33 @@ def _capacity_v110_takes_zero_deserved_dimension(case: Case, volcano: Outcome, v
     return True
 
 
+def _capacity_v110_skips_victim_queue_below_request(case: Case, volcano: Outcome, vpolicy: Outcome,
+                                                   lines: list[str]) -> bool:
+    """The conf reclaims with capacity, every difference is a pod vpolicy's reclaim pipelined or evicted
+    where Volcano did nothing, and each pod vpolicy evicted belongs to a queue that held, at the start,
+    less than one of those pipelined reclaimers asks on some dimension (v1.10.0 skips such a victim)."""
+    if not _reclaims_with_capacity(case) or not lines:
+        return False
+    if not all((line.startswith("pipeline ") and ": volcano -," in line)
+               or (line.startswith("evict ") and line.endswith("only vpolicy")) for line in lines):
+        return False
+    view = _capacity_view(case)
+    reclaimers = [_requests(view.pods[_subject(line)]) for line in lines
+                  if line.startswith("pipeline ") and _subject(line) in view.pods]
+    victims = [_subject(line) for line in lines if line.startswith("evict ")]
+    if not reclaimers or not victims:
+        return False
+    zero = {d: 0.0 for d in _DIMS}
+    for pod in victims:
+        queue = view.queue_of.get(pod)
+        if queue is None:
+            return False
+        held = view.allocated.get(queue, zero)
+        if not any(held[d] < asks[d] for asks in reclaimers for d in _DIMS):
+            return False
+    return True
+
+
 def _overfull_nodes(case: Case, volcano: Outcome) -> set[str]:
     """Nodes holding more pods in Volcano's outcome (pods already there, releasing ones too, plus its
     binds and pipelined pods) than their allocatable pod count."""
@@ -360,6 +387,17 @@ DIVERGENCES: tuple[Divergence, ...] = (
             "pipelined, where each victim asks for a dimension its queue deserves none of and another it "
             "deserves, with its queue within deserved on the latter.",
         matches=_capacity_v110_takes_zero_deserved_dimension),
+    Divergence(
+        key="capacity-v1.10-skips-victim-queue-below-request",
+        go_line="pkg/scheduler/plugins/capacity/capacity.go:236 (v1.10.0)",
+        why="version gap: v1.10.0's capacity skips a reclaimee whose queue holds less than the reclaimer "
+            "asks on some dimension (`allocated.LessPartly(reclaimer.Resreq, api.Zero)`), as proportion "
+            "does; main's capacity dropped that check (its reclaimable keeps `shouldSkipReclaimee`, the "
+            "guarantee and `isImmediateVictim` / `checkDeservedExceedance`), and vpolicy follows main. "
+            "Matched when the conf reclaims with capacity, every difference is a pod vpolicy's reclaim "
+            "pipelined or evicted where Volcano did nothing, and each pod vpolicy evicted belongs to a "
+            "queue that held, at the start, less than one of those reclaimers asks on some dimension.",
+        matches=_capacity_v110_skips_victim_queue_below_request),
 )
 
 
