@@ -48,7 +48,7 @@ def run_volcano(c: Case, oracle: Oracle, *, ties: str = "random") -> Document:
     return version_gap.main_document(c, oracle.run(seen_by_main.cluster_json(), c.conf, ties=ties))
 
 
-def judge(c: Case, oracle: Oracle, *, runs: int = 3, confirm: int = 17) -> Verdict:
+def judge(c: Case, oracle: Oracle, *, runs: int = 3, confirm: int = 17, settle: int = 200) -> Verdict:
     c = extender_server.resolve(c)  # a case asking the family's extender: this process's server
     cluster = c.cluster_json()
     try:
@@ -87,6 +87,19 @@ def judge(c: Case, oracle: Oracle, *, runs: int = 3, confirm: int = 17) -> Verdi
         seen.add(outcome(d, classes, groups))
         if mine in seen:
             return Verdict("agree-tie", volcano=d, vpolicy_ms=vp_ms, volcano_ms=volcano_ms)
+    if len(seen) > 1:
+        # Volcano's own draws (the order of a Go map of queues or jobs, a node among equals) gave several
+        # outcomes, and one of a few percent is missed by twenty runs (preempt-1-142: vpolicy's in 11 of
+        # 300): draw up to `settle` more before calling the case undecided
+        for k in range(settle):
+            try:
+                d = run_volcano(c, oracle)
+            except (VolcanoPanic, EngineError):
+                break
+            seen.add(outcome(d, classes, groups))
+            if mine in seen:
+                return Verdict("agree-tie", volcano=d, vpolicy_ms=vp_ms, volcano_ms=volcano_ms,
+                               note=f"one of Volcano's rarer outcomes (run {runs + 1 + confirm + k + 1})")
     first = outcome(volcano_docs[0], classes, groups)
     lines = differences(first, mine)
     listed = divergences.explain(c, first, mine, lines)
@@ -101,7 +114,7 @@ def judge(c: Case, oracle: Oracle, *, runs: int = 3, confirm: int = 17) -> Verdi
 # ---- shrinking -----------------------------------------------------------------------------------------
 
 def _still_differs(c: Case, oracle: Oracle) -> bool:
-    return judge(c, oracle, runs=3, confirm=2).kind == "differ"
+    return judge(c, oracle, runs=3, confirm=2, settle=0).kind == "differ"
 
 
 def _without(c: Case, drop: set[int]) -> Case:
