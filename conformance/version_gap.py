@@ -1,8 +1,10 @@
 """What separates the pinned Volcano (v1.10.0, the newest release the Go module proxy serves) from the
 main-branch Volcano vpolicy follows (reference at ed72c7c), applied to the oracle's side before comparing.
 
-Only two rules differ in what the families draw, and both are applied exactly, not guessed from outcomes
-(docs/conformance.md, "Version gap"):
+Two rules are applied here, exactly, not guessed from outcomes (docs/conformance.md, "Version gap"); the
+action loops main rewrote run inside the oracle instead, as our transcriptions on v1.10.0's framework
+(allocate_main.go: a job goes back into its queue whenever tasks are left; backfill_main.go;
+reclaim_main.go), and what neither can bridge is a listed divergence (`conformance.divergences`):
 
 1. PodGroup phase at session close. v1.10 counts allocated tasks (Bound, Binding, Running, Allocated)
    and Succeeded towards minMember (pkg/scheduler/framework/session.go:264-275 at v1.10.0); main counts
