@@ -103,6 +103,13 @@ def judge(c: Case, oracle: Oracle, *, runs: int = 3, confirm: int = 17, settle: 
     first = outcome(volcano_docs[0], classes, groups)
     lines = differences(first, mine)
     listed = divergences.explain(c, first, mine, lines)
+    # where Volcano gave several outcomes, vpolicy's may be another of them changed by a listed gap
+    for other in sorted(seen - {first}, key=repr) if listed is None else ():
+        other_lines = differences(other, mine)
+        listed = divergences.explain(c, other, mine, other_lines)
+        if listed is not None:
+            lines = other_lines
+            break
     if listed is not None:
         return Verdict("listed", lines, volcano_docs[0], vp_ms, volcano_ms, note=listed.key)
     if len(seen) > 1:
