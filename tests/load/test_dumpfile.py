@@ -209,6 +209,34 @@ def test_a_yaml_list_item_whose_dash_ends_its_line_and_comments_between_items_ar
     assert fast == cluster.load_cluster(path, fast=False)
 
 
+def test_yaml_chunks_read_one_after_another_each_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rapidyaml's tree and the JSON buffer are kept from chunk to chunk: a chunk after a bigger one, after one
+    whose JSON outgrows the buffer (aliases written once, expanded three times), and after one rapidyaml
+    refuses, is read as if it were the first."""
+    monkeypatch.setattr(dumpfile, "_CHUNK_BYTES", 1)  # every item a chunk of its own
+    labels = ", ".join(f"k{i}: v" for i in range(800))
+    items = [
+        "- apiVersion: v1\n  kind: Namespace\n  metadata: {name: small}\n",
+        "- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: wide\n    labels: &l {" + labels + "}\n"
+        "    annotations: *l\n  spec:\n    nodeSelector: *l\n    containers: [{name: main}]\n",
+        "- apiVersion: v1\n  kind: Namespace\n  metadata: {name: after-wide}\n",
+        "- apiVersion: v1\n  kind: Namespace\n  metadata: {name: refused, labels: {a: [b}}\n",
+        "- apiVersion: v1\n  kind: Namespace\n  metadata: {name: after-refused}\n",
+    ]
+    path = _write(tmp_path, "chunks.yaml", "apiVersion: v1\nkind: List\nitems:\n" + "".join(items))
+    with pytest.raises(PolicyError) as fast_error:
+        cluster.load_cluster(path, fast=True)
+    with pytest.raises(PolicyError) as exact_error:
+        cluster.load_cluster(path, fast=False)
+    assert str(fast_error.value) == str(exact_error.value)  # the refused item, located alike
+    items[3] = "- apiVersion: v1\n  kind: Namespace\n  metadata: {name: fixed}\n"
+    _write(tmp_path, "chunks.yaml", "apiVersion: v1\nkind: List\nitems:\n" + "".join(items))
+    fast = cluster.load_cluster(path, fast=True)
+    assert fast.namespaces == ("small", "after-wide", "fixed", "after-refused")
+    assert dict(fast.pods[0].node_selector) == dict(fast.pods[0].labels) == {f"k{i}": "v" for i in range(800)}
+    _same(fast, cluster.load_cluster(path, fast=False))
+
+
 def test_the_example_cluster_reads_the_same_on_both_paths() -> None:
     """The shipped example has vcjobs, affinity, taints, priorities and a conf ConfigMap: every field the
     readers use must be in the fast path's shapes."""

@@ -176,7 +176,7 @@ def parse_region(region: str, *, name: str, line_offset: int, stage: str = "load
     except DuplicateKeyError as exc:
         raise PolicyError([_shifted(_duplicate_key(exc, source, stage), line_offset)]) from exc
     except MarkedYAMLError as exc:
-        raise PolicyError([_shifted(_syntax_error(exc, source, stage), line_offset)]) from exc
+        raise PolicyError([_shifted(_syntax_error(exc, source, stage, line_offset=line_offset), line_offset)]) from exc
     return YamlFile(source=source, documents=documents, line_offset=line_offset)
 
 
@@ -210,13 +210,16 @@ def _mark_span(source: SourceFile, line0: int, col0: int) -> Span:
     return Span(source.name, line0 + 1, col0 + 1, line0 + 1, col0 + width)
 
 
-def _syntax_error(exc: MarkedYAMLError, source: SourceFile, stage: str) -> Diagnostic:
+def _syntax_error(exc: MarkedYAMLError, source: SourceFile, stage: str, *, line_offset: int = 0) -> Diagnostic:
+    """`line_offset`: the lines of the file before `source` (a region re-read alone), for the line the message
+    names; the spans are moved by the caller."""
     mark = exc.problem_mark or exc.context_mark
     span = _mark_span(source, mark.line, mark.column) if mark is not None else Span(source.name, 1, 1)
     problem = _ONE_TUPLE.sub(r"\1", (exc.problem or str(exc)).strip())  # ruamel prints some tokens as ('{',)
     message = f"invalid {_language(source.name)}: {problem}"
     if exc.context and exc.context_mark is not None and exc.context_mark is not mark:
-        message += f" ({exc.context.strip()} at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1})"
+        where = f"line {exc.context_mark.line + 1 + line_offset}, column {exc.context_mark.column + 1}"
+        message += f" ({exc.context.strip()} at {where})"
     advice = next((text for needle, text in _SYNTAX_HELP if needle in problem), _DEFAULT_SYNTAX_HELP)
     return Diagnostic(code=f"{stage}.yaml-syntax", message=message, span=span, help=advice)
 
