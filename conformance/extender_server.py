@@ -3,7 +3,10 @@ in each request, so Volcano's session and vpolicy's hear the same ones.
 
 Verbs (the path's last part): `predicate` fails some (task, node) pairs, resolvably or not;
 `predicateFlaky` also answers some pairs with HTTP 500 (a failed call, which `extender.ignorable`
-decides); `jobEnqueueable` permits, abstains on or rejects a job by its name, `queueOverused` calls
+decides); `predicateUnresolvable` fails the same pairs, every one UnschedulableAndUnresolvable (the
+family's preempting confs: v1.10.0's preempt pipelines a preemptor onto a node a resolvable failure
+refuses, main does not, the listed version gap `preempt-v1.10-pipelines-without-predicate`, whose
+knock-on placements of the preemptor's gang and of the jobs after it no recogniser can tell apart); `jobEnqueueable` permits, abstains on or rejects a job by its name, `queueOverused` calls
 a queue overused and `jobReady` a job ready by theirs; `prioritize` scores every node 0-49; `prioritizeFlaky` fails the call for some tasks (the
 family uses it only with `ignorable`: a failed prioritize call without it leaves Volcano's
 PrioritizeNodes with no scores and allocate dereferences a nil node, util/scheduler_helper.go:99-102
@@ -33,13 +36,14 @@ def answer(verb: str, body: Any) -> tuple[int, dict[str, Any]]:
     if verb in ("onSessionOpen", "onSessionClose"):
         return 200, {}
     task = str((body.get("task") or {}).get("Name", ""))
-    if verb in ("predicate", "predicateFlaky"):
+    if verb in ("predicate", "predicateFlaky", "predicateUnresolvable"):
         node = str((body.get("node") or {}).get("Name", ""))
         d = _draw("predicate", task, node)
         if verb == "predicateFlaky" and d < 100:
             return 500, {}
         if d >= 850:
-            return 200, {"status": "refused by the extender", "code": 3 if d >= 930 else 2}
+            code = 3 if d >= 930 or verb == "predicateUnresolvable" else 2
+            return 200, {"status": "refused by the extender", "code": code}
         return 200, {"status": "", "code": 0}
     if verb in ("prioritize", "prioritizeFlaky"):
         if verb == "prioritizeFlaky" and _draw("prioritize-fails", task) < 250:

@@ -1000,11 +1000,12 @@ def _imagelocality(rng: random.Random) -> tuple[Builder, str]:
             containers = pod["spec"]["containers"]
             containers[0]["image"] = images[0]
             for i, image in enumerate(images[1:], 1):
-                # with requests of its own: kube-scheduler's scores give a container without them 100m and
-                # 200Mi (NonMissingContainerRequests, per container), vpolicy only a pod without any
-                # (docs/conformance.md, found and not fixed)
-                containers.append({"name": f"side{i}", "image": image,
-                                   "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}})
+                # with or without requests of its own: kube-scheduler's resource scores give a container
+                # without them 100m and 200Mi (NonMissingContainerRequests, per container)
+                side: Obj = {"name": f"side{i}", "image": image}
+                if rng.random() < 0.5:
+                    side["resources"] = {"requests": {"cpu": "50m", "memory": "64Mi"}}
+                containers.append(side)
     _running_load(b, rng, [queue])
     arguments: dict[str, Any] = {"imagelocality.weight": rng.choice((1, 3, 10))}
     if rng.random() < 0.4:
@@ -1038,6 +1039,8 @@ def _extender(rng: random.Random) -> tuple[Builder, str]:
     ignorable = rng.random() < 0.5
     arguments: dict[str, Any] = {"extender.urlPrefix": EXTENDER_URL, "extender.httpTimeout": "2s"}
     predicate = rng.choice(("predicate", "predicateFlaky", ""))
+    if predicate and "preempt" in actions:
+        predicate = "predicateUnresolvable"  # see conformance.extender_server
     prioritize = rng.choice(("prioritize", "prioritizeFlaky" if ignorable else "prioritize", ""))
     if predicate:
         arguments["extender.predicateVerb"] = predicate

@@ -460,7 +460,9 @@ _STATIC_ATTRS = frozenset({"allocatable", "labels", "unschedulable", "max_pods",
                            "preferred_pod_anti_affinity", "spread_constraints", "topology_key", "weight",
                            "max_skew", "min_domains", "when_unsatisfiable", "images", "relations",
                            # what numa-aware reads of a task (compile.numa: its QoS, policy, per-container CPUs)
-                           "guaranteed", "topology_policy", "container_cpus", "container_gpus"})
+                           "guaranteed", "topology_policy", "container_cpus", "container_gpus",
+                           # its containers without a cpu / memory request (nodeorder's non-zero requests)
+                           "containers_without_cpu_request", "containers_without_memory_request"})
 # A node's measured load and capacity: fixed for the session.
 _STATIC_ATTRS = _STATIC_ATTRS | {"capacity", "cpu_usage", "memory_usage", "metrics_time"}
 # A pod's or node's annotations: fixed for the session too (what a session writes goes to its decisions,

@@ -94,7 +94,8 @@ def insufficient(request: Resources, available: Resources) -> list[str]:
 # Task attributes a cacheable rule may read (see compile.lower._STATIC_ATTRS); the cache key of a rule
 # is the values of those it reads, plus the pod's scheduling constraints the matching built-ins read.
 _TASK_KEY_ATTRS = ("resreq", "best_effort", "priority_class_name", "namespace", "role", "guaranteed",
-                   "topology_policy", "container_cpus", "container_gpus")
+                   "topology_policy", "container_cpus", "container_gpus", "containers_without_cpu_request",
+                   "containers_without_memory_request")
 # Node usage attributes: a rule reading one changes as tasks are placed (compile.lower._NODE_ATTRS)
 _USAGE = frozenset({"used", "idle", "releasing", "pipelined", "future_idle", "evicted", "pod_count", "numa",
                     "pods_without_cpu_request", "pods_without_memory_request"})

@@ -138,6 +138,17 @@ class TaskInfo:
     def container_cpus(self) -> tuple[tuple[str, int], ...]:
         return self.pod.container_cpus
 
+    # kube-scheduler's resource scores give each container without a cpu / memory request 100m / 200Mi
+    @property
+    def containers_without_cpu_request(self) -> int:
+        counted = self.pod.containers_without_request
+        return counted[0] if counted is not None else int(not self.resreq.get(CPU, 0))
+
+    @property
+    def containers_without_memory_request(self) -> int:
+        counted = self.pod.containers_without_request
+        return counted[1] if counted is not None else int(not self.resreq.get(MEMORY, 0))
+
     @property
     def container_gpus(self) -> tuple[int, ...]:
         return self.pod.container_gpus
@@ -609,7 +620,9 @@ class SessionState:
             node.tasks.remove(task)
         evicted = task.evicted_this_session
         # kube-scheduler's NodeInfo counts neither the requests nor the pods this session evicted
-        no_cpu, no_memory = (False, False) if evicted else (not task.resreq.get(CPU, 0), not task.resreq.get(MEMORY, 0))
+        # (counted per container: kube-scheduler's NonZeroRequested defaults each container's missing request)
+        no_cpu, no_memory = (0, 0) if evicted else (task.containers_without_cpu_request,
+                                                   task.containers_without_memory_request)
         node.pods_without_cpu_request += sign * no_cpu
         node.pods_without_memory_request += sign * no_memory
         request = task.resreq if sign > 0 else -task.resreq

@@ -44,6 +44,9 @@ TASK = {
     "job": Attribute("job", "the task's job (its PodGroup)"),
     "queue": Attribute("queue", "the job's queue"),
     "resreq": Attribute("resources", "requests including `pods: 1`"),
+    "containers_without_cpu_request": Attribute("int", "its containers that ask no cpu (kube-scheduler's resource "
+                                                       "scores give each 100m)"),
+    "containers_without_memory_request": Attribute("int", "its containers that ask no memory (scored as 200Mi each)"),
     "priority": Attribute("int", "pod priority (spec.priority; 1 when unset; volcano.sh/task-priority wins)"),
     "priority_class_name": Attribute("string", "pod spec.priorityClassName"),
     "status": Attribute("string", "Volcano task status: Pending, Allocated, Pipelined, Binding, Bound, Running, Releasing, Succeeded, Failed, Unknown"),
@@ -158,10 +161,10 @@ NODE = {
     "annotations": Attribute("map[string,string]", "node annotations"),
     "unschedulable": Attribute("bool", "spec.unschedulable"),
     "pod_count": Attribute("int", "tasks placed on the node"),
-    "pods_without_cpu_request": Attribute("int", "tasks on the node (pipelined too) without a cpu request: "
-                                                 "kube-scheduler's NonZeroRequested counts each as 100m"),
-    "pods_without_memory_request": Attribute("int", "tasks on the node (pipelined too) without a memory request: "
-                                                    "kube-scheduler's NonZeroRequested counts each as 200Mi"),
+    "pods_without_cpu_request": Attribute("int", "containers of the tasks on the node (pipelined too) that ask no "
+                                                 "cpu: kube-scheduler's NonZeroRequested counts each as 100m"),
+    "pods_without_memory_request": Attribute("int", "containers of the tasks on the node (pipelined too) that ask "
+                                                    "no memory: kube-scheduler's NonZeroRequested counts each as 200Mi"),
     "max_pods": Attribute("int", "allocatable pods"),
     "capacity": Attribute("resources", "status.capacity (allocatable when the node lists none)"),
     "cpu_usage": Attribute("number", "CPU used, percent, averaged over the metrics period (a metrics source, or "

@@ -86,6 +86,7 @@ class PodSpec:
     guaranteed: bool = False  # QoS class computed from the containers (kubelet's ComputePodQOS)
     container_cpus: tuple[tuple[str, int], ...] = ()  # whole CPUs each container requests (0: none/fraction)
     container_gpus: tuple[int, ...] = ()  # nvidia.com/gpu each container requests, in the same order
+    containers_without_request: tuple[int, int] = (0, 0)  # containers asking no cpu, no memory (snapshot.Pod)
     limits: Resources = resources.ZERO  # cpu and memory limits: containers summed, then an init container's max
 
 
@@ -246,7 +247,8 @@ def _pod(obj: View, meta: Meta, spec: PodSpec, status: _PodStatus, class_values:
         limits=spec.limits, started_at=status.started_at, nominated_node=status.nominated_node,
         scheduling_gated=spec.scheduling_gated, vgpu_limits=spec.vgpu_limits, relations=spec.relations,
         scheduled_at=status.scheduled_at, guaranteed=guaranteed, container_cpus=pinned_cpus(guaranteed, spec),
-        container_gpus=pinned_gpus(guaranteed, spec), origin=meta.origin)
+        container_gpus=pinned_gpus(guaranteed, spec), containers_without_request=spec.containers_without_request,
+        origin=meta.origin)
 
 
 def pinned_cpus(guaranteed: bool, spec: PodSpec) -> tuple[tuple[str, int], ...]:
@@ -342,8 +344,11 @@ def read_pod_spec(spec: View | None) -> PodSpec:
     cpus: list[tuple[str, int]] = []
     gpus: list[int] = []
     limit_total: dict[str, int] = {}
+    without = [0, 0]  # containers asking no cpu, no memory (init containers left out)
     for container in containers:
         request, limits = _container_request(container)
+        without[0] += not request.get(resources.CPU)
+        without[1] += not request.get(resources.MEMORY)
         asked.append((request, _limit_amounts(limits)))
         _add(limit_total, asked[-1][1])
         cpus.append((container.text("name"), _whole_cpus(request)))
@@ -379,7 +384,7 @@ def read_pod_spec(spec: View | None) -> PodSpec:
         scheduling_gated=spec.sequence_length("schedulingGates") > 0, vgpu_limits=tuple(vgpu),
         relations=pod_affinity.read_relations(spec, containers, inits),
         guaranteed=_qos_guaranteed(asked), container_cpus=tuple(cpus), container_gpus=tuple(gpus),
-        limits=Resources(limit_total))
+        limits=Resources(limit_total), containers_without_request=(without[0], without[1]))
 
 
 def _limit_amounts(limits: View | None) -> dict[str, int]:

@@ -184,6 +184,10 @@ class Pod:
     guaranteed: bool = False
     container_cpus: tuple[tuple[str, int], ...] = ()
     container_gpus: tuple[int, ...] = ()  # each container's nvidia.com/gpu, in container_cpus' order (ditto)
+    # how many of its containers ask no cpu, no memory: kube-scheduler's resource scores give each such
+    # container 100m / 200Mi (NonMissingContainerRequests); None: not read from containers (a pod made by
+    # hand), taken as one container missing whatever the pod's request lacks
+    containers_without_request: tuple[int, int] | None = None
     origin: Span | str | None = field(default=None, compare=False)
     # cpu and memory limits (containers summed, an init container's if larger), and status.startTime
     # (epoch seconds, 0: not started): what usage's load estimate of a recently placed pod reads
