@@ -29,6 +29,10 @@ class RoleFitMemo:
         self._ctx = ctx
         self._enabled = ctx.action_arguments.get(action, {}).get(ENABLE_KEY, True) is not False
         self._failed: dict[str, np.ndarray] = {}  # role -> per node row: failed for a task of the role
+        # the role and feasible rows (`Placement.last_found`, the same array while no node's answer for
+        # the class changed) whose failures the role's entry already holds: a job's tasks mostly find
+        # the same rows, and adding them again would change nothing (a pass over every node per task)
+        self._joined: tuple[str, np.ndarray] | None = None
 
     def refused(self, task: TaskInfo, row: int) -> bool:
         """Whether the cache refuses node `row` to `task` without checking it."""
@@ -42,12 +46,15 @@ class RoleFitMemo:
         if not self._enabled:
             return rows
         placement = self._ctx.placement
-        failed_now = np.ones(len(placement.node_list), dtype=bool)
-        failed_now[placement.last_found] = False
         before = self._failed.get(task.role) if task.role else None
         kept = rows if before is None else rows[~before[rows]]
-        if failed_now.any():
-            self._failed[task.role] = failed_now if before is None else before | failed_now
+        joined, found = self._joined, placement.last_found
+        if task.role and (joined is None or joined[0] != task.role or joined[1] is not found):
+            failed_now = np.ones(len(placement.node_list), dtype=bool)
+            failed_now[found] = False
+            if failed_now.any():
+                self._failed[task.role] = failed_now if before is None else before | failed_now
+            self._joined = (task.role, found)
         if before is not None and len(rows) and not len(kept):
             placement.explain(task, errors)
             for row in np.flatnonzero(before).tolist():
