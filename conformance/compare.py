@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Document = dict[str, Any]
@@ -26,6 +26,9 @@ class Outcome:
     pipelined: tuple[tuple[str, str], ...]
     evictions: tuple[str, ...]
     phases: tuple[tuple[str, str], ...]
+    # tasks Volcano left Allocated, never dispatched (a job pipelined but not ready): not a decision to
+    # compare, but they hold pod slots (`divergences`); vpolicy's documents have none
+    allocated: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
 
 def node_classes(objects: list[Obj]) -> dict[str, str]:
@@ -58,6 +61,7 @@ def outcome(doc: Document, classes: dict[str, str], podgroups: set[str] | None =
         pipelined=tuple(sorted((p, rename.get(n, n)) for p, n in pipelined.items())),
         evictions=tuple(sorted({e["pod"] for e in doc.get("evictions", [])})),
         phases=tuple(sorted(phases.items())),
+        allocated=tuple(sorted((p, rename.get(n, n)) for p, n in doc.get("allocated", {}).items())),
     )
 
 

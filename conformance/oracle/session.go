@@ -88,8 +88,11 @@ type pgStatus struct {
 
 // document is vpolicy's decision document (DESIGN §4), as far as Volcano's session fills it.
 type document struct {
-	Binds     map[string]string   `json:"binds"`
-	Pipelined map[string]string   `json:"pipelined"`
+	Binds     map[string]string `json:"binds"`
+	Pipelined map[string]string `json:"pipelined"`
+	// tasks left Allocated by a statement neither committed nor discarded (a job pipelined but not
+	// ready): placed in the session, never dispatched; not compared, but they hold pod slots
+	Allocated map[string]string   `json:"allocated,omitempty"`
 	Evictions []eviction          `json:"evictions"`
 	PodGroups map[string]pgStatus `json:"podgroups"`
 	Stats     map[string]any      `json:"stats"`
@@ -209,9 +212,13 @@ func runSession(c *cluster, confStr string, ties string) (*document, error) {
 	}
 	jobs := ssn.Jobs
 	pipelined := map[string]string{}
+	allocated := map[string]string{}
 	for _, job := range jobs {
 		for _, t := range job.TaskStatusIndex[api.Pipelined] {
 			pipelined[t.Namespace+"/"+t.Name] = t.NodeName
+		}
+		for _, t := range job.TaskStatusIndex[api.Allocated] {
+			allocated[t.Namespace+"/"+t.Name] = t.NodeName
 		}
 	}
 	sessionPhase := map[api.JobID]string{}
@@ -231,6 +238,7 @@ func runSession(c *cluster, confStr string, ties string) (*document, error) {
 	doc := &document{
 		Binds:     map[string]string{},
 		Pipelined: pipelined,
+		Allocated: allocated,
 		Evictions: []eviction{},
 		PodGroups: map[string]pgStatus{},
 	}
