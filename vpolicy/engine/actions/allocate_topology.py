@@ -42,7 +42,7 @@ class _Solution:
     score: tuple[float, ...]
     placements: list[tuple[str, TaskInfo, str]]  # (allocate | pipeline, task, node)
     left: list[TaskInfo]  # the worksheet's tasks not yet popped when the trial ended
-    ended_in: str = ""  # the job's allocated HyperNode after the dry run: the lowest domain holding it
+    ended_in: str = ""  # the lowest domain holding the job after the dry run (where it ran, and placed)
     group_scores: float | None = None  # a job with sub-groups: the sum of its sub-groups' scores
 
 
@@ -155,8 +155,12 @@ def _trial(ctx: ActionContext, job: JobInfo, pending: list[TaskInfo], name: str,
         stmt = None
     trial = None
     if stmt is not None and stmt.ops:
-        trial = _Solution(name, (), [(op.kind, op.task, op.task.node_name) for op in stmt.ops], _drain(worksheet),
-                          job.allocated_hypernode, sum(group_scores) if job.sub_groups else None)
+        placements = [(op.kind, op.task, op.task.node_name) for op in stmt.ops]
+        ended = original  # the lowest domain holding where the job runs and this dry run's placements
+        for _kind, _task, node in placements:
+            ended = topo.lca(ended, topo.leaf_of(node))
+        trial = _Solution(name, (), placements, _drain(worksheet), ended,
+                          sum(group_scores) if job.sub_groups else None)
         if ctx.optimize:
             trial.score = (-float(optimize.gpus(topo.info(name).idle)),)  # GPUs the gang would leave free
         stmt.discard()
