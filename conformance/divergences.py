@@ -322,6 +322,7 @@ def _preempt_keeps_evictions_of_failed_nodes(case: Case, volcano: Outcome, vpoli
             for o in case.objects if o["kind"] == "Pod"}
     evicted: list[dict[str, Any]] = []
     pipelined_on: list[str] = []
+    phases: list[str] = []
     for line in lines:
         words = line.split()
         name = words[1].rstrip(":")
@@ -329,11 +330,30 @@ def _preempt_keeps_evictions_of_failed_nodes(case: Case, volcano: Outcome, vpoli
             evicted.append(pods[name])
         elif words[0] == "pipeline" and line.endswith("vpolicy -"):
             pipelined_on.append(dict(volcano.pipelined)[name])
+        elif words[0] == "phase":
+            phases.append(name)
         else:
             return False
+    # a podgroup's phase may differ only for the pods Volcano evicted of it
+    groups = {f"{p['metadata'].get('namespace', 'default')}/{p['metadata'].get('annotations', {}).get(GROUP)}"
+              for p in evicted}
+    if any(g not in groups for g in phases):
+        return False
     nodes = {p["spec"].get("nodeName") for p in evicted}
     return (bool(evicted) and all(n in nodes for n in pipelined_on)
-            and any(_evicted_without_need(case, volcano, p) for p in evicted))
+            and any(_evicted_without_need(case, volcano, p) or _evicted_for_another_queue(case, volcano, p)
+                    for p in evicted))
+
+
+def _evicted_for_another_queue(case: Case, volcano: Outcome, pod: dict[str, Any]) -> bool:
+    """Whether every pod Volcano pipelined onto `pod`'s node belongs to another queue than `pod`: main's
+    preempt evicts only in the preemptor's own queue (other jobs, or the preemptor's job), so such an
+    eviction was made for a preemptor that was then not pipelined there, and kept (v1.10.0)."""
+    view = _capacity_view(case)
+    key = f"{pod['metadata'].get('namespace', 'default')}/{pod['metadata']['name']}"
+    queue = view.queue_of.get(key)
+    on_node = [p for p, n in volcano.pipelined if n == pod["spec"].get("nodeName")]
+    return queue is not None and bool(on_node) and all(view.queue_of.get(p) != queue for p in on_node)
 
 
 DIVERGENCES: tuple[Divergence, ...] = (
@@ -389,8 +409,10 @@ DIVERGENCES: tuple[Divergence, ...] = (
             "evicted, their room taken by a later preemptor; main evicts into a statement per node and "
             "discards it when the preemptor is not pipelined there, as vpolicy does. Matched when the "
             "conf preempts, every difference is a pod only Volcano evicted or only Volcano pipelined "
-            "(onto a node of such an eviction), and some such eviction was not needed by what Volcano "
-            "pipelined onto its node (confs-5-35, confs-5-41).",
+            "(onto a node of such an eviction) or a podgroup phase of an evicted pod, and some such eviction "
+            "was not needed by what Volcano pipelined onto its node, or every pod Volcano pipelined there "
+            "is of another queue than the victim, which main's preempt never evicts for (confs-5-35, "
+            "confs-5-41, preempt-7-899: a within-job eviction kept, its room taken by another queue).",
         matches=_preempt_keeps_evictions_of_failed_nodes),
     Divergence(
         key="capacity-v1.10-reclaims-zero-deserved-dimension",
