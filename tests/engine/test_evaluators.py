@@ -322,7 +322,8 @@ def test_generated_least_requested_reads_node_resources_at_most_once_per_dimensi
         fast, ref = (_compiled(path, codegen, patch, settings=settings) for codegen in (True, False))
     finally:
         patch.undo()
-    task = SimpleNamespace(resreq=Resources({"cpu": 500, "memory": 2 ** 30}))
+    task = SimpleNamespace(resreq=Resources({"cpu": 500, "memory": 2 ** 30}),
+                           containers_without_cpu_request=0, containers_without_memory_request=0)
     answers, reads = [], []
     for module in (fast, ref):
         counted: dict[str, int] = {}
