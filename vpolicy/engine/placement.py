@@ -311,6 +311,14 @@ class Placement:
         # rules counting placed pods: static for a relation-free task, recomputed per task otherwise
         self._pods_predicates = [r for r in self._dynamic_predicates if r.depends == "pods"]
         self._pods_cached: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray, int]] = {}
+        # what any predicate reads of a task; task class -> (per row: the first failing predicate is
+        # unresolvable, entries of NodeArrays.changed applied, the class's PodIndex.stamp, the answers
+        # of the rules that never change for the class) (`preempt_rows`)
+        self._predicate_reads = frozenset().union(*(r.reads for r in self.predicates))
+        self._unresolvable: dict[tuple[Any, ...], tuple[np.ndarray, int, int, list[np.ndarray | None]]] = {}
+        # request -> (per row: it fits FutureIdle, the request as `_needs`, entries of NodeArrays.changed
+        # applied) (`fits_future`)
+        self._fits_future: dict[Resources, tuple[np.ndarray, np.ndarray, int]] = {}
         # what a class view is keyed by: what its rules read, and the request its fit checks compare
         self._view_reads = frozenset().union(*(r.reads for r in (*self.predicates, *self.score_rules)), {"resreq"})
         # score rules reading the task's images (static, not normalised: a task's answer on a node is its
@@ -809,7 +817,21 @@ class Placement:
         """Per node row: the task's request fits the node's FutureIdle now (`fits`, on every row)."""
         if self.arrays.unknown_dims(task.resreq):  # a resource no node column holds: ask each node
             return np.array([fits(task.resreq, n.future_idle) for n in self.node_list], dtype=bool)
-        return np.asarray((self.arrays.future >= self._needs(task)[0]).all(axis=1))
+        # kept per request and brought up to date on the rows changed since: preempt asks for every
+        # preemptor task, and a few nodes change between two of them
+        a, request = self.arrays, task.resreq
+        kept = self._fits_future.get(request)
+        if kept is None:
+            needs = self._needs(task)[0]
+            mask: np.ndarray = np.asarray((a.future >= needs).all(axis=1))
+            kept = self._fits_future[request] = (mask, needs, len(a.changed))
+        elif kept[2] < len(a.changed):
+            mask, needs, synced = kept
+            rows = np.unique(np.array(a.changed[synced:], dtype=np.int64))
+            mask[rows] = (a.future[rows] >= needs).all(axis=1)
+            kept = self._fits_future[request] = (mask, needs, len(a.changed))
+        copy: np.ndarray = kept[0].copy()
+        return copy
 
     def preempt_nodes(self, task: TaskInfo) -> list[NodeInfo]:
         """Nodes where evicting could help (`preempt_rows`)."""
@@ -824,20 +846,61 @@ class Placement:
         `GetUnschedulableAndUnresolvableNodesForTask` (v1.10.0 framework/session.go:291, main's
         `FilterOutUnschedulableAndUnresolvableNodesForTask`), which reads those errors as they were,
         though a pod placed since may now satisfy the task's pod affinity there."""
-        undecided = np.ones(len(self.node_list), dtype=bool)
-        excluded = np.zeros(len(self.node_list), dtype=bool)
+        passing = self.preempt_mask(task)
         if recorded is not None and recorded.unresolvable:
             row = self.arrays.row
-            excluded[[row[name] for name in recorded.unresolvable if name in row]] = True
-        for rule in self.predicates:
-            rows = np.flatnonzero(undecided)
+            passing[[row[name] for name in recorded.unresolvable if name in row]] = False
+        return np.flatnonzero(passing)
+
+    def preempt_mask(self, task: TaskInfo) -> np.ndarray:
+        """`preempt_rows` without `recorded`, as a new mask over the rows."""
+        return ~self._unresolvable_rows(task)
+
+    def _unresolvable_rows(self, task: TaskInfo) -> np.ndarray:
+        """Per row: an unresolvable predicate rule fails the task there (read only). Kept per task class
+        (what any predicate reads of a task) and brought up to date on the rows changed since
+        (`NodeArrays.changed`): each rule's answer on a row follows the row's version, the task's class
+        and, for a rule counting pods, the task's `PodIndex.stamp`, which starts it over. preempt asks
+        for every preemptor task, and a few nodes change between two of them."""
+        if self._any_predicates:  # a rule reading anything else: asked on every row each time
+            excluded = np.zeros(len(self.node_list), dtype=bool)
+            self._mark_unresolvable(task, self._all_rows, excluded, [None] * len(self.predicates))
+            return excluded
+        key = task_key(task, self._predicate_reads)
+        stamp = self.state.pod_index.stamp(task) if self._pods_predicates else 0
+        changed = self.arrays.changed
+        kept = self._unresolvable.get(key)
+        if kept is None or kept[2] != stamp:
+            # the answers of the unresolvable rules that never change for this class, on every row: a
+            # static rule's, and for a relation-free task a pod-counting rule's reading no usage (`_static_mask`)
+            free = relation_free(task)
+            fixed = [self._rule_values(rule, task, self._all_rows).astype(bool)
+                     if rule.unresolvable and (rule.depends == "static"
+                                               or (rule.depends == "pods" and free and not rule.reads & _USAGE))
+                     else None for rule in self.predicates]
+            excluded = np.zeros(len(self.node_list), dtype=bool)
+            self._mark_unresolvable(task, self._all_rows, excluded, fixed)
+            kept = self._unresolvable[key] = (excluded, len(changed), stamp, fixed)
+        elif kept[1] < len(changed):
+            excluded, _synced, _stamp, fixed = kept
+            self._mark_unresolvable(task, np.unique(np.array(changed[kept[1]:], dtype=np.int64)), excluded, fixed)
+            kept = self._unresolvable[key] = (excluded, len(changed), stamp, fixed)
+        return kept[0]
+
+    def _mark_unresolvable(self, task: TaskInfo, rows: np.ndarray, excluded: np.ndarray,
+                           fixed: list[np.ndarray | None]) -> None:
+        """`excluded` on the ascending `rows`: whether an unresolvable predicate rule fails there (a
+        rule preemption can help neither excludes a node nor stops the chain: its answer is not
+        needed); `fixed`: per rule, its answers on every row where they never change, else None."""
+        excluded[rows] = False
+        for rule, answers in zip(self.predicates, fixed):
             if not len(rows):
                 break
-            failed = rows[~self._rule_values(rule, task, rows).astype(bool)]
-            if rule.unresolvable:
-                excluded[failed] = True
-                undecided[failed] = False
-        return np.flatnonzero(~excluded)
+            if not rule.unresolvable:
+                continue
+            passed = answers[rows] if answers is not None else self._rule_values(rule, task, rows).astype(bool)
+            excluded[rows[~passed]] = True
+            rows = rows[passed]
 
     # scoring --------------------------------------------------------------------------------------
     def scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> np.ndarray:
@@ -953,9 +1016,19 @@ class Placement:
             scores = self._view_scores(view, task, group)
         return self.node_list[pack.choose_among(task, group, scores, idle, view.static_mask)], idle
 
-    def rows_by_score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+    def rows_by_score(self, task: TaskInfo, rows: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
         """`rows` highest score first, ties in the order given. The scores are computed over all of
-        `rows`: a normalised score depends on the set it is computed over."""
+        `rows`: a normalised score depends on the set it is computed over. `among` (ascending rows of
+        `rows`): only those are returned, in that order (preempt walks a few of the nodes it scores).
+        From the task's class view where it keeps the scores (no rule normalised over the candidates:
+        each row's score is its own)."""
         if not len(rows):
             return rows
-        return rows[np.argsort(-self._scores_rows(task, rows), kind="stable")]
+        view = self._view(task)
+        if view.total is None or view.unknown or self._scores_read_candidates:
+            scores = self._scores_rows(task, rows)
+            if among is not None:
+                scores = scores[np.searchsorted(rows, among)]
+        else:
+            scores = self._view_scores(view, task, rows if among is None else among)
+        return (rows if among is None else among)[np.argsort(-scores, kind="stable")]

@@ -124,9 +124,9 @@ class _RecordingPlacement(Placement):
             tuple(rules), totals))
 
 
-    def rows_by_score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+    def rows_by_score(self, task: TaskInfo, rows: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
         """preempt visits nodes by score; the node it ends up using is known only afterwards ("")."""
-        ordered = super().rows_by_score(task, rows)
+        ordered = super().rows_by_score(task, rows, among)
         if len(rows) and (self.watch is None or task.uid in self.watch):
             nodes = [self.node_list[int(r)] for r in rows]
             rules = rule_scores(self.rt, task, nodes)

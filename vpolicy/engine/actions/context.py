@@ -20,8 +20,30 @@ from vpolicy.model.snapshot import PodGroupPhase, TaskStatus
 def unresolvable_before(ctx: ActionContext, task: TaskInfo) -> frozenset[str]:
     """The nodes an earlier action of the session found UnschedulableAndUnresolvable for `task` (its
     kept fit errors), which the evicting actions leave out for it (`Placement.preempt_rows`)."""
+    return _unresolvable_kept(ctx, task)[0]
+
+
+def unresolvable_rows_before(ctx: ActionContext, task: TaskInfo) -> np.ndarray:
+    """`unresolvable_before` as node rows (those the session's node arrays hold)."""
+    return _unresolvable_kept(ctx, task)[1]
+
+
+_NONE_BEFORE: tuple[frozenset[str], np.ndarray] = (frozenset(), np.zeros(0, dtype=np.int64))
+
+
+def _unresolvable_kept(ctx: ActionContext, task: TaskInfo) -> tuple[frozenset[str], np.ndarray]:
+    """The task's recorded unresolvable nodes as names and rows, made once per set of fit errors (a
+    set only grows): preempt asks for every preemptor, and at 5,000 nodes a task's set holds thousands."""
     recorded = ctx.fit_errors.get(task.uid)
-    return frozenset(recorded.unresolvable) if recorded is not None else frozenset()
+    if recorded is None or not recorded.unresolvable:
+        return _NONE_BEFORE
+    kept = ctx.unresolvable_kept.get(task.uid)
+    if kept is None or kept[0] is not recorded or kept[1] != len(recorded.unresolvable):
+        names = frozenset(recorded.unresolvable)
+        row = ctx.placement.arrays.row
+        rows = np.array(sorted(row[name] for name in names if name in row), dtype=np.int64)
+        kept = ctx.unresolvable_kept[task.uid] = (recorded, len(names), names, rows)
+    return kept[2], kept[3]
 
 
 _NODE_MEMO_KINDS = 4  # preemptor kinds whose per-node answers are kept (see ActionContext.kept_per_node)
@@ -74,6 +96,9 @@ class ActionContext:
     # (job key, role) -> per node row: a task of the role failed preempt's predicate there this action
     # (Volcano's one PredicateHelper per preempt Execute, `preempt.allowed_rows`); cleared when it starts
     preempt_role_failures: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    # task uid -> (its fit errors, how many unresolvable nodes they held, those nodes' names and rows)
+    # (`unresolvable_before`)
+    unresolvable_kept: dict[str, tuple[FitErrors, int, frozenset[str], np.ndarray]] = field(default_factory=dict)
     # while optimize mode runs an evicting action again: what Volcano's run of it committed
     # (`optimize.never_worse`), the node where it placed each task (uid -> node name), and the joint
     # victim plan the action made from it (`victim_plan`)

@@ -13,7 +13,7 @@ import numpy as np
 
 from vpolicy.engine import optimize
 from vpolicy.engine.actions import preempt_plan
-from vpolicy.engine.actions.context import ActionContext, unresolvable_before
+from vpolicy.engine.actions.context import ActionContext, unresolvable_before, unresolvable_rows_before
 from vpolicy.engine.actions.role_fit_memo import ENABLE_KEY
 from vpolicy.engine.actions.evict_common import fits_with, ordered_victims, useful_candidates
 from vpolicy.engine.heap import PriorityQueue, Queue
@@ -201,25 +201,29 @@ def _preempt_one(ctx: ActionContext, stmt: Statement, preemptor: TaskInfo, keep,
         allowed = allowed_rows(ctx, preemptor)
     if not worth[allowed].any():
         return False  # e.g. room only on nodes whose taints it does not tolerate: no need to score them
-    ordered = placement.rows_by_score(preemptor, allowed)
     node_list = placement.node_list
-    walk = ordered[worth[ordered]]
-    nodes = [node_list[r] for r in walk.tolist()] if ctx.optimize else []
-    if ctx.optimize and optimize.weighs_gpus(ctx.placement, preemptor, nodes):
-        done = optimize.evict_cheapest(ctx, stmt, preemptor, nodes, callback="preemptable", keep=keep,
-                                       action="preempt", fits=lambda n: _fits(ctx, queue, preemptor, n),
-                                       kind=kind)
-        if done is not None:
-            return done
-        if missed:
-            return False  # Volcano's walk failed it in Volcano's run: only the cheapest search was new
+    walk = allowed[worth[allowed]]
+    if ctx.optimize:
+        walk = placement.rows_by_score(preemptor, allowed, among=walk)
+        nodes = [node_list[r] for r in walk.tolist()]
+        if optimize.weighs_gpus(ctx.placement, preemptor, nodes):
+            done = optimize.evict_cheapest(ctx, stmt, preemptor, nodes, callback="preemptable", keep=keep,
+                                           action="preempt", fits=lambda n: _fits(ctx, queue, preemptor, n),
+                                           kind=kind)
+            if done is not None:
+                return done
+            if missed:
+                return False  # Volcano's walk failed it in Volcano's run: only the cheapest search was new
     # a node where no candidate set could free room answers False at once (`_preempt_on`): dropped here,
     # in one array step, while its version is the one that answer was for
     # and so is a node where the rules' answer for a sibling could not free room, while nothing it
-    # read has changed (`engine.victim_reuse`)
+    # read has changed (`engine.victim_reuse`); neither depends on the walk's order, so in volcano
+    # mode only the nodes left are put in score order (scored as over every allowed node)
     walk = ctx.not_useless(kind, walk)
     if ctx.victim_fails is not None:
         walk = ctx.victim_fails.open_rows(_filter_kind(kind, preemptor), preemptor, walk)
+    if not ctx.optimize:
+        walk = placement.rows_by_score(preemptor, allowed, among=walk)
     for r in walk.tolist():
         node = node_list[r]
         if node is not first and _preempt_on(ctx, stmt, preemptor, keep, kind, node, among, phase=phase):
@@ -267,13 +271,9 @@ def allowed_rows(ctx: ActionContext, preemptor: TaskInfo) -> np.ndarray:
     (util/predicate_helper.go:47-87; not for a task without a role, nor with `predicateErrorCacheEnable:
     false`). The nodes it fails on now join its role's entry."""
     placement = ctx.placement
-    passing = np.zeros(len(placement.node_list), dtype=bool)
-    passing[placement.preempt_rows(preemptor)] = True
+    passing = placement.preempt_mask(preemptor)
     checked = np.ones(len(placement.node_list), dtype=bool)
-    row = placement.arrays.row
-    for name in unresolvable_before(ctx, preemptor):
-        if name in row:
-            checked[row[name]] = False
+    checked[unresolvable_rows_before(ctx, preemptor)] = False
     assert preemptor.job is not None
     key = (preemptor.job.key, preemptor.role)
     cached = bool(preemptor.role) and ctx.action_arguments.get("preempt", {}).get(ENABLE_KEY, True) is not False
