@@ -16,6 +16,7 @@ from benchmarks import generate as gen
 from benchmarks.run import policy_for
 from vpolicy.engine.actions import ACTIONS, reclaim
 from vpolicy.engine.actions import reclaim_reuse as rr
+from vpolicy.engine.actions.evict_common import fits_with
 from vpolicy.engine.actions.reclaim_reuse import ReclaimAnswers, Unprobeable
 from vpolicy.engine.session import run_session
 from vpolicy.model.resources import Resources
@@ -87,10 +88,27 @@ def test_volcanos_reclaim_rules_are_followed() -> None:
     assert answers.plan is not None
 
 
+class _CheckedReclaimees(rr.Reclaimees):
+    """Every node dropped from a walk checked: no reclaimee there, or all of them would not free room."""
+
+    def open_rows(self, queue: Any, reclaimer: Any, rows: np.ndarray) -> np.ndarray:
+        kept = super().open_rows(queue, reclaimer, rows)
+        for row in np.setdiff1d(rows, kept).tolist():
+            node = self.arrays.infos[row]
+            found = [t for t in node.tasks if t.status.value == "Running" and t.preemptable and t.job is not None
+                     and t.job.queue is not queue and t.job.queue.reclaimable]
+            assert not found or not fits_with(found, reclaimer, node)
+        return kept
+
+
 class _Checked(ReclaimAnswers):
     """Every reused answer and every dropped row checked against asking the rules there now."""
 
     checked = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reclaimees = _CheckedReclaimees(self.arrays)
 
     def victims(self, kind: tuple[object, ...], reclaimer: Any, node: Any, candidates: list[Any]) -> Any:
         before = self.reused

@@ -6,6 +6,10 @@ queues that the policy's `reclaimable` rules allow; nodes are visited in node or
 """
 from __future__ import annotations
 
+from typing import Iterator
+
+import numpy as np
+
 from vpolicy.engine import optimize
 from vpolicy.engine.actions.context import ActionContext, unresolvable_before
 from vpolicy.engine.actions.evict_common import fits_with, ordered_victims, useful_candidates
@@ -15,6 +19,9 @@ from vpolicy.engine.placement import SPEC_READS, fits, task_key
 from vpolicy.engine.state import JobInfo, QueueInfo, TaskInfo
 from vpolicy.engine.statement import Statement
 from vpolicy.model.snapshot import TaskStatus
+
+
+_CHUNK = 256  # rows filtered at a time in the walk (`_walk`)
 
 
 def run(ctx: ActionContext, *, reuse: bool = True) -> None:
@@ -77,6 +84,21 @@ def reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInf
     return done
 
 
+def _walk(ctx: ActionContext, answers: ReclaimAnswers | None, rows: np.ndarray, task: TaskInfo, queue: QueueInfo,
+          shared: tuple[object, ...]) -> Iterator[int]:
+    """The rows to visit, in order. With `answers`, a chunk at a time, each filtered when the walk
+    reaches it: the walk mostly ends within its first nodes, and the filters cost a few array steps
+    over every row they are given (the state a chunk is filtered at is the state the walk visits it
+    at, as a discarded try restores what it changed)."""
+    if answers is None:
+        yield from ctx.not_useless(shared, rows).tolist()
+        return
+    kind = ("queue", queue.name)
+    for start in range(0, len(rows), _CHUNK):
+        chunk = rows[start:start + _CHUNK]
+        yield from answers.open_rows(kind, task, answers.reclaimees.open_rows(queue, task, chunk)).tolist()
+
+
 def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobInfo, kind: tuple[object, ...],
                  shared: tuple[object, ...], answers: ReclaimAnswers | None) -> bool:
     """`kind`: the task's job and spec (optimize's bounds read the job); `shared`: its queue and spec,
@@ -103,11 +125,7 @@ def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobIn
     # (`reclaim_reuse`: the node, the candidates' jobs, and their queues' allocations inside the
     # ranges where every comparison the rules made of them comes out the same)
     victim_kind = ("queue", job.queue.name)
-    if answers is not None:  # the reclaimees per node kept per queue (`reclaim_reuse.Reclaimees`)
-        rows = answers.open_rows(victim_kind, task, answers.reclaimees.open_rows(job.queue, task, rows))
-    else:
-        rows = ctx.not_useless(shared, rows)
-    for row in rows.tolist():
+    for row in _walk(ctx, answers, rows, task, job.queue, shared):
         node = placement.node_list[row]
         candidates = (useful_candidates(ctx, node, reclaimee, task, shared, need_one=True) if answers is None
                       else answers.reclaimees.on(job.queue, row))

@@ -38,7 +38,7 @@ from vpolicy.engine.actions.evict_common import fits_with
 from vpolicy.engine.runtime import Runtime
 from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, SessionState, TaskInfo
 from vpolicy.engine.victim_reuse import ReusePlan
-from vpolicy.model.resources import CPU, MEMORY, Resources
+from vpolicy.model.resources import CPU, MEMORY, Resources, total
 from vpolicy.model.snapshot import TaskStatus
 
 # Queue attributes no action changes during a session (QueueInfo's spec-derived fields).
@@ -607,14 +607,14 @@ class Reclaimees:
                                                np.zeros(n, dtype=np.int64), np.zeros((n, len(self.arrays.dims))))
         listed, lists, counts, sums = table
         stale = rows[listed[rows] != self.arrays.version[rows] + 1]
-        infos, vector = self.arrays.infos, self.arrays.cached_vector
+        infos = self.arrays.infos
         for row in stale.tolist():
             found = [t for t in infos[row].tasks
                      if t.status is TaskStatus.RUNNING and t.preemptable and t.job is not None
                      and t.job.queue is not queue and t.job.queue.reclaimable]
             lists[row] = found
             counts[row] = len(found)
-            sums[row] = sum((vector(t.resreq) for t in found), np.zeros(len(self.arrays.dims)))
+            sums[row] = self.arrays.vector(total(t.resreq for t in found))
             listed[row] = self.arrays.version[row] + 1
         return table
 
