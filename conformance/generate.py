@@ -829,6 +829,8 @@ def _pdb(rng: random.Random) -> tuple[Builder, str]:
                         "metadata": {"name": f"pdb-{app}", "namespace": NS if rng.random() < 0.9 else "other"},
                         "spec": spec, "status": status})
     conf = conf.replace("  - name: conformance\n", "  - name: conformance\n  - name: pdb\n", 1)
+    if rng.random() < 0.2:  # shuffle: pdb's VictimTasks names every labelled running pod no budget protects
+        conf = conf.replace(conf.split("\n", 1)[0], 'actions: "shuffle"', 1)
     return b, conf
 
 
