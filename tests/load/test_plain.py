@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from vpolicy.errors import PolicyError
 from vpolicy.load import cluster
@@ -118,3 +118,23 @@ def test_a_plain_pod_keeps_every_field_the_checked_readers_give(tmp_path: Path) 
     assert (read.creation, read.started_at, read.scheduled_at, read.guaranteed) == (start, start + 5, start + 1, True)
     assert read.status is snapshot.TaskStatus.RUNNING and dict(read.labels) == {"app": "web"}
     assert read == cluster.load_cluster(str(path), fast=False).pods[0]
+
+
+_IMAGE = st.fixed_dictionaries({}, optional={
+    "names": st.sampled_from([["nginx:1"], ["nginx:1", "registry/app@sha256:ab"], [], None, "nginx", [None], [3]]),
+    "sizeBytes": st.sampled_from([0, 123, 10**10, None, -1, "12", 1.5, True])})
+
+
+@settings(max_examples=60, deadline=None)
+@given(images=st.lists(st.one_of(_IMAGE, _IMAGE, _IMAGE, st.none(), st.just("x")), max_size=4))
+@example(images=[{"names": ["nginx:1"], "sizeBytes": 5}, {"names": ["a"], "sizeBytes": -1}])
+def test_node_images_read_plain_are_read_as_the_checked_readers_read_them(images: list[Any]) -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "4"}, "images": images}}
+    with tempfile.TemporaryDirectory() as folder:
+        path = str(Path(folder) / "nodes.json")
+        Path(path).write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node]}, indent=2))
+        exact, exact_reports = _load(path, fast=False)
+        fast, fast_reports = _load(path, fast=True)
+        assert fast_reports == exact_reports
+        assert fast == exact

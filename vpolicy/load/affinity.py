@@ -9,6 +9,7 @@ Called by `vpolicy.load.kinds.read_pod_spec`; it does not read anything else of 
 """
 from __future__ import annotations
 
+from vpolicy.load import plain
 from vpolicy.load.fields import View
 from vpolicy.model import affinity, volumes
 
@@ -167,5 +168,29 @@ def read_node_images(status: View | None) -> tuple[tuple[tuple[str, ...], int], 
     """status.images: each image's names and size in bytes."""
     if status is None:
         return ()
+    if type(status.node) is dict:  # as the API writes it (30 images a node, and more): read plain
+        try:
+            return _plain_images(status.node)
+        except plain.NotPlain:
+            pass  # read checked: the View readers report what is wrong
     return tuple((names, image.integer("sizeBytes", default=0, minimum=0))
                  for image in status.mappings("images") if (names := image.texts("names")))
+
+
+def _plain_images(status: dict[str, object]) -> tuple[tuple[tuple[str, ...], int], ...]:
+    out = []
+    for image in plain.mappings(status, "images"):
+        names = image.get("names")
+        if names is None:
+            continue
+        if type(names) is not list or not all(type(name) is str for name in names):
+            raise plain.NotPlain
+        if not names:
+            continue
+        size = image.get("sizeBytes")
+        if size is None:
+            size = 0
+        elif type(size) is not int or size < 0:
+            raise plain.NotPlain
+        out.append((tuple(names), size))
+    return tuple(out)
