@@ -9,6 +9,7 @@ node scores bit for bit, and the same decisions from a whole session, in both mo
 """
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 from typing import Any
 
@@ -101,6 +102,20 @@ def test_image_scores_let_go_and_computed_again_decide_the_same(monkeypatch: pyt
         m.setattr(placement, "_OWN_SCORES_KEPT", 1)
         m.setattr(pod_relations, "_IMAGE_SUMS_KEPT", 1)
         assert _document(snap, "volcano") == kept
+
+
+@settings(max_examples=25, deadline=None)
+@given(snap=imaged_clusters(), mode=st.sampled_from(["volcano", "optimize"]))
+def test_pods_related_by_images_alone_decide_as_with_pods_counted(snap: ClusterSnapshot, mode: str) -> None:
+    """Pods whose only relations are their images leave the pod index nothing to count (`PodIndex.counting`
+    false: no query, no count moved per placement). A pod of no job with a host port, on no node, makes
+    it count every pod as usual and changes nothing else: the same decisions."""
+    other = Pod(NS, "other", "uid-other", resources(100, GIB, pods=1), TaskStatus.PENDING,
+                relations=affinity.PodRelations(host_ports=(affinity.HostPort("", "TCP", 8080),)))
+    assert not pod_relations.PodIndex(SessionState(snap)).counting
+    counted = dataclasses.replace(snap, pods=(*snap.pods, other))
+    assert pod_relations.PodIndex(SessionState(counted)).counting
+    assert _document(snap, mode) == _document(counted, mode)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -154,9 +154,11 @@ class PodIndex:
         self._default_class = next((c.name for c in snapshot.storage_classes if c.default), "")
         self.volume_book = VolumeBook(snapshot.persistent_volumes, self._classes, snapshot.csi_nodes, _pv_fits_node)
         self._limits = self.volume_book.limits_anywhere(self.nodes)  # any attach limit to count against
-        self.active = any(t.pod.relations.has_terms() or t.pod.relations.host_ports or t.pod.relations.claims
-                          or t.pod.relations.inline_volumes or (t.pod.relations.images and self._image_states)
-                          for t in tasks)
+        # pods relate to other pods by terms, host ports and volumes, and only then are there pods to count
+        # per node; images relate a pod to nodes alone (a realistic dump's pods: images and nothing else)
+        self.counting = any(t.pod.relations.has_terms() or t.pod.relations.host_ports or t.pod.relations.claims
+                            or t.pod.relations.inline_volumes for t in tasks)
+        self.active = self.counting or bool(self._image_states and any(t.pod.relations.images for t in tasks))
         if not self.active:
             return
         # queries no pod matches, read by the tasks whose answers follow other tasks' volumes (so that they
@@ -164,15 +166,19 @@ class PodIndex:
         # binding also when a placement elsewhere takes a PV that is not a local one (`VolumeBook.moved`)
         self.attach_query = self._query(QueryKey(((None, frozenset()),), "", skip_terminating=False))
         self.delayed_query = self._query(QueryKey(((None, frozenset()),), "", skip_terminating=True))
-        for task in tasks:
-            self._register_owner(task)
         # claims, and volumes by driver and handle, that more than one pod uses (`_volume_signature`)
         uses: Counter[str] = Counter()
-        for t in tasks:
-            uses.update(self._volume_names(t))
+        if self.counting:
+            for task in tasks:
+                self._register_owner(task)
+            for t in tasks:
+                uses.update(self._volume_names(t))
         self._shared = {name for name, n in uses.items() if n > 1}
         for task in tasks:
             task.relations = self._relations_of(task)
+        if not self.counting:  # no query any pod adds to, no pod with affinity terms on any node
+            self._anti_rows = self._affinity_rows = self._mask(np.zeros(len(self.nodes), dtype=bool))
+            return
         for node in self.nodes:
             for task in node.tasks:
                 self._count(task, self.row[node.name], 1)
@@ -457,7 +463,7 @@ class PodIndex:
     # placements ----------------------------------------------------------------------------------
     def move(self, task: "TaskInfo", row: int, sign: int) -> None:
         """A task was added to (sign 1) or removed from (-1) the node at `row`."""
-        if not self.active:
+        if not self.counting:  # (volumes are relations too: with none, nothing below applies)
             return
         if task.relations.delayed_claims and self.volume_book.moved(task, self.nodes[row], sign):
             self.versions[self.delayed_query] += 1
