@@ -865,12 +865,14 @@ def _numaaware(rng: random.Random) -> tuple[Builder, str]:
         per_numa = cores // numas
         detail = {str(c): {"numa": c // per_numa, "socket": c // per_numa, "core": c // 2} for c in range(cores)}
         free = sorted(rng.sample(range(cores), rng.randint(max(1, cores // 3), cores)))
+        topo_spec: Obj = {"policies": {"CPUManagerPolicy": "static" if rng.random() < 0.9 else "none",
+                                       "TopologyManagerPolicy": rng.choice(TOPOLOGY_POLICIES)},
+                          "numares": {"cpu": {"allocatable": _cpu_set(free), "capacity": cores}},
+                          "cpuDetail": detail}
+        if rng.random() < 0.3:  # CPUs the kubelet keeps back (kube-reserved / system-reserved)
+            topo_spec["resReserved"] = {"cpu": str(rng.randint(1, 2))}
         b.extra.append({"apiVersion": "nodeinfo.volcano.sh/v1alpha1", "kind": "Numatopology",
-                        "metadata": {"name": name},
-                        "spec": {"policies": {"CPUManagerPolicy": "static" if rng.random() < 0.9 else "none",
-                                              "TopologyManagerPolicy": rng.choice(TOPOLOGY_POLICIES)},
-                                 "numares": {"cpu": {"allocatable": _cpu_set(free), "capacity": cores}},
-                                 "cpuDetail": detail}})
+                        "metadata": {"name": name}, "spec": topo_spec})
     queue = b.queue("q0")
     for _ in range(rng.randint(1, 4)):
         count = rng.randint(1, 3)
