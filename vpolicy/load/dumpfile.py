@@ -100,6 +100,7 @@ _HEAD = msgspec.json.Decoder(_Head)
 # picks the shape decoder without a first pass for the head; the decoded object must then name the same.
 _LEADING_HEAD = re.compile(rb'\s*\{\s*"apiVersion"\s*:\s*"([^"\\]*)"\s*,\s*"kind"\s*:\s*"([^"\\]*)"')
 _LEADING_BYTES = 512
+_ITEM_SEPARATOR = re.compile(rb"[ \t\r\n]*,[ \t\r\n]*")  # between two items of a JSON array
 _LIST_HEAD = msgspec.json.Decoder(_ListHead)
 _ANY = msgspec.json.Decoder()
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
@@ -365,11 +366,20 @@ class _Dump:
                 items = _LIST_HEAD.decode(memoryview(self.data)[doc_start:doc_end]).get("items") or []
                 self._json_items = (doc_start, doc_end, items)
             starts = self._json_offsets  # the items are in order: each is found after the one before
+            data = self.data
             pos = doc_start if not starts else starts[-1] + len(items[len(starts) - 1])
             while len(starts) <= position:
-                pos = self.data.find(bytes(items[len(starts)]), pos)
+                item = items[len(starts)]
+                # Right after the comma that ends the item before, as a JSON array is written; else searched
+                # for (a copy of the item, and a search through everything before it: a second per 100 MB).
+                after = _ITEM_SEPARATOR.match(data, pos) if starts else None
+                if after is not None and data[after.end():after.end() + min(len(item), 64)] == bytes(
+                        memoryview(item)[:64]):
+                    pos = after.end()
+                else:
+                    pos = data.find(bytes(item), pos)
                 starts.append(pos)
-                pos += len(items[len(starts) - 1])
+                pos += len(item)
             return _Region(starts[position], starts[position] + len(items[position]))
 
         return find
