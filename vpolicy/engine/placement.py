@@ -319,6 +319,7 @@ class Placement:
         # request -> (per row: it fits FutureIdle, the request as `_needs`, entries of NodeArrays.changed
         # applied) (`fits_future`)
         self._fits_future: dict[Resources, tuple[np.ndarray, np.ndarray, int]] = {}
+        self._fixed_reasons: dict[int, list[str] | None] = {}  # id(predicate) -> its reason, if it reads nothing
         # what a class view is keyed by: what its rules read, and the request its fit checks compare
         self._view_reads = frozenset().union(*(r.reads for r in (*self.predicates, *self.score_rules)), {"resreq"})
         # score rules reading the task's images (static, not normalised: a task's answer on a node is its
@@ -574,18 +575,36 @@ class Placement:
             if not len(undecided):
                 continue
             passed = self._rule_values(rule, task, undecided).astype(bool)
-            for i in undecided[~passed]:
-                if rule.unresolvable:
-                    errors.unresolvable.add(self._names[i])
-                env[rule.params[0]], env[rule.params[1]] = task, self.node_list[i]
-                reasons[int(i)] = [evaluate_clause(rule, rule.reason, env, part="reason") if rule.reason
-                                   else f"rule {rule.label.rule_id} failed"]
+            failed = undecided[~passed].tolist()
+            if rule.unresolvable:
+                errors.unresolvable.update(self._names[i] for i in failed)
+            fixed = self._fixed_reason(rule)
+            if fixed is not None:  # one list for every node it failed: read only, as the words above
+                reasons.update(dict.fromkeys(failed, fixed))
+            elif rule.reason is not None:
+                for i in failed:
+                    env[rule.params[0]], env[rule.params[1]] = task, self.node_list[i]
+                    reasons[i] = [evaluate_clause(rule, rule.reason, env, part="reason")]
             if not rule.unresolvable:
                 resolvable = np.concatenate((resolvable, undecided[~passed]))
             undecided = undecided[passed]
         names = self._names
         errors.nodes.update((names[i], reasons[i]) for i in sorted(reasons))  # lists shared: read only
         errors._text = None
+
+    def _fixed_reason(self, rule: CompiledRule) -> list[str] | None:
+        """A predicate rule's reason when it reads nothing (a literal, as every Volcano predicate's),
+        computed once: a task failing at 5,000 nodes would otherwise ask it on each. A clause that
+        reads any variable fails on an empty environment; None then (asked per node)."""
+        if id(rule) not in self._fixed_reasons:
+            fixed: list[str] | None = [f"rule {rule.label.rule_id} failed"] if rule.reason is None else None
+            if rule.reason is not None:
+                try:
+                    fixed = [rule.reason({})]
+                except Exception:  # noqa: BLE001  # reason: any failure means it reads something
+                    fixed = None
+            self._fixed_reasons[id(rule)] = fixed
+        return self._fixed_reasons[id(rule)]
 
     # per task class, on every node ------------------------------------------------------------------
     def _view(self, task: TaskInfo) -> _ClassView:
