@@ -151,7 +151,7 @@ def _after_enqueue(snapshot: ClusterSnapshot, policy: CompiledPolicy) -> Session
     """A session that ran only `enqueue` (none at all when the policy has no enqueue): its state and
     context are where allocate starts from in every session of the policy."""
     actions = ("enqueue",) if "enqueue" in policy.actions else ()
-    return run_session(snapshot, CompiledPolicy(actions, policy.tiers, source=policy.source), solver_budget_s=0)
+    return run_session(snapshot, CompiledPolicy(actions, policy.tiers, source=policy.source), solver_budget=0)
 
 
 @dataclass(slots=True)

@@ -17,8 +17,8 @@ GANG_TOO_BIG = snapshot(
 
 def test_a_solver_note_goes_into_the_reasons_but_not_into_the_pod_condition() -> None:
     policy = from_conf(default_conf())
-    with_solver = run_session(GANG_TOO_BIG, policy, solver_budget_s=30.0).decisions
-    without = run_session(GANG_TOO_BIG, policy, solver_budget_s=0).decisions
+    with_solver = run_session(GANG_TOO_BIG, policy).decisions
+    without = run_session(GANG_TOO_BIG, policy, solver_budget=0).decisions
     key = "ns/pg-2"
     assert len(with_solver.unschedulable[key]) == 2 and "solver" in with_solver.unschedulable[key][1]
     assert without.unschedulable[key] == with_solver.unschedulable[key][:1]
@@ -51,7 +51,7 @@ def test_tasks_placed_then_undone_with_their_gang_read_as_schedulable() -> None:
     the two pods allocate placed are Schedulable (a cluster autoscaler adds nothing for them), the one
     that fit nowhere is Unschedulable, and the PodGroup's histogram says the same."""
     decisions = run_session(GANG_PLACED_THEN_UNDONE, from_conf(parse_conf_text(NO_QUEUE_SHARES, file="<t>")),
-                            solver_budget_s=0).decisions
+                            solver_budget=0).decisions
     reasons = {key: c["reason"] for key, c in decisions.pod_conditions.items()}
     assert sorted(reasons.values()) == ["Schedulable", "Schedulable", "Unschedulable"]
     placed = [key for key, reason in reasons.items() if reason == "Schedulable"]

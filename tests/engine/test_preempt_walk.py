@@ -95,7 +95,7 @@ def _document(snapshot: Any, *, keep: bool) -> dict[str, Any]:
             patched.setattr(Placement, "_unresolvable_rows", chain_anew)
             patched.setattr(Placement, "fits_future", fit_anew)
             patched.setattr(Placement, "rows_by_score", scores_anew)
-        document = run_session(snapshot, policy_for("preemption"), solver_budget_s=0).decisions.to_document()
+        document = run_session(snapshot, policy_for("preemption"), solver_budget=0).decisions.to_document()
     document.pop("stats", None)
     return document
 

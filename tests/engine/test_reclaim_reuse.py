@@ -145,7 +145,7 @@ def _decisions(snapshot: Any, *, reuse: bool, monkeypatch: pytest.MonkeyPatch,
     with monkeypatch.context() as patched:
         patched.setitem(ACTIONS, "reclaim", functools.partial(reclaim.run, reuse=reuse))
         patched.setattr(reclaim, "ReclaimAnswers", answers)
-        document = run_session(snapshot, policy_for("reclaim"), solver_budget_s=0).decisions.to_document()
+        document = run_session(snapshot, policy_for("reclaim"), solver_budget=0).decisions.to_document()
     document.pop("stats", None)
     return document
 

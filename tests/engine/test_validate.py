@@ -158,7 +158,7 @@ def test_the_policy_says_whether_gang_is_in_force(conf_text: str, engine_binds: 
     policy = from_conf(parse_conf_text(conf_text, file="test.conf"))
     world = snapshot(nodes=[node("n0", cpu=2000, memory=8 * GIB)], podgroups=[podgroup("pg", min_member=3)],
                      pods=[pod("pg-0", "pg"), pod("pg-1", "pg"), pod("pg-2", "pg")])
-    doc = run_session(world, policy, solver_budget_s=0).decisions.to_document()
+    doc = run_session(world, policy, solver_budget=0).decisions.to_document()
     binds = doc["binds"]
     assert isinstance(binds, dict) and len(binds) == engine_binds  # 2 cpu: two of the three 1-cpu pods
     assert codes(validate(world, doc, policy=policy)) == []

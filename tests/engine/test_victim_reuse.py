@@ -109,7 +109,7 @@ def _decisions(snapshot: Any, *, reuse: bool, monkeypatch: pytest.MonkeyPatch) -
         patched.setattr(FailMemo, "__init__", init)
         patched.setattr(FailMemo, "open_rows", real_open if reuse else ask_every_node)
         # no solver notes: their time budget would make the documents depend on the machine's load
-        document = run_session(snapshot, policy_for("preemption"), solver_budget_s=0).decisions.to_document()
+        document = run_session(snapshot, policy_for("preemption"), solver_budget=0).decisions.to_document()
     document.pop("stats", None)
     return document, sum(m.reused for m in made)
 

@@ -121,7 +121,7 @@ def test_pending_gang_cheapest_fix_is_a_lower_min_member_that_really_runs(gang_c
     assert e.cheapest.text == "lower minMember of ns/pg from 2 to 1 (fewer replicas placed together)"
     assert [f.kind for f in e.fixes] == ["min-member", "request"]
     snapshot = load_cluster([gang_cluster])
-    fixed = run_session(explain_fix.apply(snapshot, e.cheapest), policies.resolve(snapshot), solver_budget_s=0)
+    fixed = run_session(explain_fix.apply(snapshot, e.cheapest), policies.resolve(snapshot), solver_budget=0)
     assert {"ns/pg-w-0", "ns/pg-w-1"} & set(fixed.decisions.binds)
 
 
@@ -147,14 +147,14 @@ def test_every_fix_of_every_pending_pod_places_it_when_applied(gang_cluster: str
     for path in (gang_cluster, queues_cluster):
         snapshot = load_cluster([path])
         compiled = policies.resolve(snapshot)
-        pending = run_session(snapshot, compiled, solver_budget_s=0).decisions.unschedulable
+        pending = run_session(snapshot, compiled, solver_budget=0).decisions.unschedulable
         assert pending
         for key in pending:
             e = explain.explain_snapshot(snapshot, compiled, key)
             assert e.analysis is not None and e.analysis.core, key
             assert e.fixes, key
             for fix in e.fixes:
-                after = run_session(explain_fix.apply(snapshot, fix), compiled, solver_budget_s=0).decisions
+                after = run_session(explain_fix.apply(snapshot, fix), compiled, solver_budget=0).decisions
                 assert key in after.binds or key in after.pipelined, (key, fix.text)
 
 
@@ -175,7 +175,7 @@ def test_pending_pods_of_the_example_get_a_core_and_a_checked_fix(variant: str, 
     snapshot = load_cluster([ROOT / "examples" / "cluster.yaml"]) if variant == "as-shipped" \
         else _example_with_smaller_gpu_node()
     compiled = policies.resolve(snapshot, conf=str(ROOT / conf) if conf else None)
-    pending = run_session(snapshot, compiled, solver_budget_s=0).decisions.unschedulable
+    pending = run_session(snapshot, compiled, solver_budget=0).decisions.unschedulable
     assert pending  # as shipped, bert-large and vit-huge compete for gpu-2's 8 GPUs: one gang waits
     if variant != "as-shipped":  # the variant was built for bert-large; vit-huge there may have no single fix
         pending = {k: v for k, v in pending.items() if "bert-large" in k}
@@ -184,7 +184,7 @@ def test_pending_pods_of_the_example_get_a_core_and_a_checked_fix(variant: str, 
         e = explain.explain_snapshot(snapshot, compiled, key)
         assert e.analysis is not None and e.analysis.verdict == "conflict" and e.analysis.core
         assert e.cheapest is not None
-        after = run_session(explain_fix.apply(snapshot, e.cheapest), compiled, solver_budget_s=0).decisions
+        after = run_session(explain_fix.apply(snapshot, e.cheapest), compiled, solver_budget=0).decisions
         assert key in after.binds or key in after.pipelined
 
 
@@ -311,7 +311,7 @@ def test_ending_a_lower_priority_job_is_worded_as_who_can_do_it(tmp_path: Path, 
     assert [(f.kind, f.text, f.cost) for f in ending] == [(kind, text, cost)]
     snapshot = load_cluster([path])
     after = run_session(explain_fix.apply(snapshot, ending[0]), policies.resolve(snapshot, conf=str(conf)),
-                        solver_budget_s=0).decisions
+                        solver_budget=0).decisions
     assert "ns/next-p-0" in after.binds
 
 

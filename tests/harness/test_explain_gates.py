@@ -72,7 +72,7 @@ def test_a_podgroup_without_pods_that_enqueue_refused_names_the_rules_and_a_chec
     assert e.notes == ["its Volcano Job's 2 pods are created by the job controller once the PodGroup leaves "
                        "Pending, and scheduled in a later session"]
     assert e.cheapest is not None
-    fixed = run_session(explain_fix.apply(snapshot_, e.cheapest), compiled, solver_budget_s=0)
+    fixed = run_session(explain_fix.apply(snapshot_, e.cheapest), compiled, solver_budget=0)
     assert fixed.state.jobs[LLM].phase == PodGroupPhase.INQUEUE.value
     assert "(checked: the engine then enqueues it (its pods are created next))" in explain.format_text(e)
 
@@ -103,5 +103,5 @@ def test_a_capability_fix_stays_within_the_cluster_so_a_queue_tree_stays_valid(t
     e = explain.explain_snapshot(snapshot_, compiled, "team/work-p-2")
     raises = [f for f in e.fixes if f.kind == "capability"]
     assert [f.text for f in raises] == ["raise capability cpu of queue org from 2 to 3"]
-    fixed = run_session(explain_fix.apply(snapshot_, raises[0]), compiled, solver_budget_s=0)
+    fixed = run_session(explain_fix.apply(snapshot_, raises[0]), compiled, solver_budget=0)
     assert "team/work-p-2" in fixed.decisions.binds

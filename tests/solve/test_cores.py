@@ -60,10 +60,10 @@ def test_hard_terms_are_always_on_and_never_in_a_core() -> None:
     assert [g.label.rule_id for g in out.groups] == ["need"]
 
 
-@pytest.mark.parametrize("timeout_ms", [pytest.param(1, id="1ms"), pytest.param(50, id="50ms")])
-def test_a_timeout_on_a_hard_instance_is_unknown_not_unsat(timeout_ms: int) -> None:
+@pytest.mark.parametrize("rlimit", [pytest.param(1_000, id="1k-units"), pytest.param(50_000, id="50k-units")])
+def test_running_out_of_resource_units_on_a_hard_instance_is_unknown_not_unsat(rlimit: int) -> None:
     backend = Z3Backend()
-    out = cores.minimal_core(backend, [group("fermat", *hard_cubes())], timeout_ms=timeout_ms)
+    out = cores.minimal_core(backend, [group("fermat", *hard_cubes())], rlimit=rlimit)
     assert isinstance(out.result, Unknown)
     assert not isinstance(out.result, Unsat)
     assert out.groups == ()
@@ -78,7 +78,27 @@ def test_an_unknown_deletion_check_keeps_the_group_and_says_the_core_may_not_be_
     # "conflict" alone is unsat; with "fermat" in the core too, dropping "conflict" leaves a hard instance.
     conflict = group("conflict", ir.op(">=", X, ir.Const(1)), ir.op("<=", X, ir.Const(0)))
     fermat = group("fermat", *hard_cubes())
-    out = cores.minimal_core(Z3Backend(), [fermat, conflict], timeout_ms=20, drop_first=[1])
+    out = cores.minimal_core(Z3Backend(), [fermat, conflict], rlimit=50_000, drop_first=[1])
     assert isinstance(out.result, Unsat)
     assert [g.label.rule_id for g in out.groups] == ["conflict"]
     assert out.minimal is False  # dropping "conflict" first came back unknown, so it was kept unproven
+
+
+def test_the_resource_limit_is_per_check_and_counted_so_each_check_gets_the_same_answer() -> None:
+    # Z3's counter runs on over the process; each check's limit counts from where it stands, so the tenth
+    # hard question is cut off exactly as the first was, and the units it spent are counted.
+    backend = Z3Backend()
+    answers = [cores.minimal_core(backend, [group("fermat", *hard_cubes())], rlimit=20_000).result for _ in range(10)]
+    assert all(isinstance(a, Unknown) for a in answers)
+    assert 10 * 20_000 <= backend.rlimit_spent < 10 * 30_000
+    quick = cores.minimal_core(backend, [group("a", ir.op(">=", X, ir.Const(2))), group("b", ir.op("<=", X, ir.Const(1)))],
+                               rlimit=20_000)
+    assert isinstance(quick.result, Unsat)
+
+
+def test_backend_check_with_only_a_resource_limit_answers_the_same_each_time() -> None:
+    backend = Z3Backend(timeout_ms=1)  # the backend's default timeout is not used when a limit is given
+    easy = [(label("a"), ir.op(">=", X, ir.Const(2))), (label("b"), ir.op("<=", X, ir.Const(1)))]
+    assert all(isinstance(backend.check(easy, rlimit=100_000), Unsat) for _ in range(5))
+    assert all(isinstance(backend.check([(label("fermat"), t) for t in hard_cubes()], rlimit=5_000), Unknown)
+               for _ in range(3))

@@ -4,13 +4,14 @@ Volcano's allocate is greedy, so "not placed" has two meanings a user must tell 
 `minAvailable` tasks exists on the free resources (an `Unsat` proof, with the rules in its core), or
 one exists and the greedy order missed it. Nodes and tasks are aggregated into classes
 (`compile.encode_gang`), predicates are evaluated exactly per class representative, and the whole
-check runs under a time budget; `Unknown` adds nothing (never read as infeasible). A gang whose tasks
+check runs under a budget of Z3 resource units, never of time: the notes a user reads (pod reasons,
+`explain`) are the same on a busy machine as on an idle one. `Unknown` adds nothing (never read as
+infeasible). A gang whose tasks
 have pod affinity, topology spread or host ports is not checked: those relate its tasks to each other
 (and to other pods), which the class encoding does not express.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from vpolicy.compile import encode_gang, ir
@@ -22,9 +23,17 @@ from vpolicy.solve.result import Sat, Unsat
 from vpolicy.source import Span
 
 _BUILTIN = Span("<engine>", 0, 0)
-# Z3 resource units per check: deterministic, unlike a timeout; a gang of a few task classes over a few
-# node classes needs far less, and a check that runs out says Unknown, which adds nothing.
+# The budget is counted in Z3 resource units (`rlimit`), deterministic, unlike a timeout. Per check Z3 may
+# use RLIMIT: a gang of 2 task classes over 8 node classes needs ~6,000, 40 tasks of 4 classes over 32
+# node classes 100,000-500,000; a check that runs out says Unknown, which adds nothing. The session's
+# checks share SESSION_RLIMIT, each charged Z3's units plus its Python work in the same units: building and
+# translating a constraint costs ~100 us of CPU, what Z3 does with ~500 units (Z3 ran 4-6M units per CPU
+# second on these checks), and a check ~20,000 more. SESSION_RLIMIT is then about half a second of CPU,
+# what the 1 s wall-clock backstop it replaces gave on a loaded machine; the jobs after it get no note.
 RLIMIT = 500_000
+SESSION_RLIMIT = 2_500_000
+UNITS_PER_CONSTRAINT = 500
+UNITS_PER_CHECK = 20_000
 # Above this many node classes the aggregated encoding stops being small; the proof is skipped (a
 # cluster with unique labels per node has one class per node).
 MAX_NODE_CLASSES = 64
@@ -39,11 +48,12 @@ class Verdict:
 
 
 def check_unplaced_gangs(state: SessionState, runtime: Runtime, backend: Z3Backend, *,
-                         budget_s: float = 0.2, max_jobs: int = 20) -> list[Verdict]:
-    """At most `max_jobs` checks, each bounded by Z3's deterministic resource limit (so the same snapshot
-    always gets the same answers); `budget_s` is only a wall-clock backstop."""
+                         budget: int = SESSION_RLIMIT, max_jobs: int = 20) -> list[Verdict]:
+    """At most `max_jobs` verdicts, each check within `RLIMIT` Z3 resource units and all within `budget`
+    (Z3's units and each check's size, see SESSION_RLIMIT): counted, never timed, so the same snapshot
+    always gets the same answers, however busy the machine."""
     verdicts: list[Verdict] = []
-    deadline = time.perf_counter() + max(budget_s, 1.0)
+    spent = 0
     gang_rule = next((r for r in runtime.rules("job_ready")), None)
     gang_label = gang_rule.label if gang_rule else ir.Label("engine.min-available", _BUILTIN)
     pred_rule = next((r for r in runtime.rules("predicate")), None)
@@ -52,7 +62,7 @@ def check_unplaced_gangs(state: SessionState, runtime: Runtime, backend: Z3Backe
     if len(node_groups) > MAX_NODE_CLASSES:
         return verdicts
     for job in state.jobs.values():
-        if len(verdicts) >= max_jobs or time.perf_counter() > deadline:
+        if len(verdicts) >= max_jobs or spent >= budget:
             break
         pending = [t for t in job.tasks if t.status is TaskStatus.PENDING and not t.best_effort]
         if not pending or runtime.job_ready(job):
@@ -66,8 +76,12 @@ def check_unplaced_gangs(state: SessionState, runtime: Runtime, backend: Z3Backe
         nodes = [encode_gang.NodeClass(len(group), group[0].future_idle) for group in node_groups]
         constraints = encode_gang.encode(job.key, tasks, nodes, need, gang_label=gang_label,
                                          capacity_label=CAPACITY, predicate_label=pred_label)
-        remaining_ms = max(1, int((deadline - time.perf_counter()) * 1000))
-        result = backend.check(constraints, timeout_ms=remaining_ms, rlimit=RLIMIT)
+        spent += UNITS_PER_CHECK + UNITS_PER_CONSTRAINT * len(constraints)
+        if spent >= budget:
+            break
+        before = backend.rlimit_spent
+        result = backend.check(constraints, rlimit=min(RLIMIT, budget - spent))
+        spent += backend.rlimit_spent - before
         if isinstance(result, Unsat):
             core = sorted({f"{l.rule_id} ({l.location})" for l in result.core})
             verdicts.append(Verdict(job.key, False, tuple(core)))

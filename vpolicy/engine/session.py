@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 from vpolicy import collector
 from vpolicy.engine.actions import ACTIONS
 from vpolicy.engine.actions.context import ActionContext
-from vpolicy.engine.feasibility import check_unplaced_gangs, describe
+from vpolicy.engine.feasibility import SESSION_RLIMIT, check_unplaced_gangs, describe
 from vpolicy.engine import optimize
 from vpolicy.engine.placement import Placement
 from vpolicy.engine.runtime import PluginInstance, Runtime
@@ -59,22 +59,27 @@ class SessionResult:
 
 
 def run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float = 0.0,
-                solver_budget_s: float = 0.1, scheduler_names: tuple[str, ...] = ("volcano",),
+                solver_budget: int = SESSION_RLIMIT, scheduler_names: tuple[str, ...] = ("volcano",),
                 mode: str | None = None, last_runs: Mapping[str, float] | None = None,
-                timezone: tzinfo | None = None, started: float | None = None) -> SessionResult:
-    """Run one session. `solver_budget_s` bounds the post-action gang feasibility checks (0 = none);
+                timezone: tzinfo | None = None, started: float | None = None,
+                solver_budget_s: float | None = None) -> SessionResult:
+    """Run one session. `solver_budget` bounds the post-action gang feasibility checks in Z3 resource
+    units, never in time, so their notes do not depend on the machine's load (0 = no checks; see
+    `engine.feasibility`). `solver_budget_s` is its old spelling, read only as 0 = no checks;
     pending pods are scheduled when their schedulerName is one of `scheduler_names` (or unset);
     `mode` ("volcano" or "optimize") overrides the policy's own. `last_runs`: when each `every` rule
     last ran in this scheduler (the previous sessions' `Decisions.rule_runs`; none: never). `timezone`:
     the zone `time_of_day` reads the clock in (Volcano: the scheduler's local time; default UTC).
     `started`: when the scheduler started (`every ... from start` rules; none: at `now`, a fresh one)."""
     with collector.paused():  # a session frees nothing before it ends (vpolicy.collector)
-        return _run_session(snapshot, policy, now=now, solver_budget_s=solver_budget_s,
+        if solver_budget_s is not None and solver_budget_s <= 0:
+            solver_budget = 0
+        return _run_session(snapshot, policy, now=now, solver_budget=solver_budget,
                             scheduler_names=scheduler_names, mode=mode, last_runs=last_runs,
                             timezone=timezone, scheduler_started=started)
 
 
-def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float, solver_budget_s: float,
+def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: float, solver_budget: int,
                  scheduler_names: tuple[str, ...], mode: str | None, last_runs: Mapping[str, float] | None,
                  timezone: tzinfo | None, scheduler_started: float | None) -> SessionResult:
     started = time.perf_counter()
@@ -97,8 +102,8 @@ def _run_session(snapshot: ClusterSnapshot, policy: CompiledPolicy, *, now: floa
         timings[name] = {"ms": round((time.perf_counter() - t0) * 1000, 3)}
     backend = Z3Backend()
     t0 = time.perf_counter()
-    if solver_budget_s > 0:
-        for verdict in check_unplaced_gangs(state, runtime, backend, budget_s=solver_budget_s):
+    if solver_budget > 0:
+        for verdict in check_unplaced_gangs(state, runtime, backend, budget=solver_budget):
             job = state.jobs[verdict.job]
             ctx.solver_notes[verdict.job] = describe(verdict, job, held_by=_job_hold(ctx, job))
     solver_ms = round((time.perf_counter() - t0) * 1000, 3)

@@ -78,8 +78,8 @@ def _compiled(ref: PolicyRef) -> CompiledPolicy:
 def _diff(a: PolicyRef, b: PolicyRef, left: CompiledPolicy, right: CompiledPolicy,
           snapshot: ClusterSnapshot) -> PolicyDiff:
     groups = {p.key: f"{p.namespace}/{p.group}" for p in snapshot.pods if p.group}
-    return compare(a, b, run_session(snapshot, left, solver_budget_s=0).decisions,
-                   run_session(snapshot, right, solver_budget_s=0).decisions,
+    return compare(a, b, run_session(snapshot, left, solver_budget=0).decisions,
+                   run_session(snapshot, right, solver_budget=0).decisions,
                    pods=[p.key for p in snapshot.pods], groups=groups)
 
 

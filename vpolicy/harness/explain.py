@@ -25,6 +25,7 @@ from vpolicy.harness import explain_render as render
 from vpolicy.harness import policy as policies
 from vpolicy.load.cluster import load_cluster
 from vpolicy.model.snapshot import ClusterSnapshot, TaskStatus
+from vpolicy.solve import cores
 from vpolicy.solve.backend_z3 import Z3Backend
 
 _PREFIXES = ("pod/", "podgroup/", "pg/")
@@ -72,8 +73,9 @@ def explain_snapshot(snapshot: ClusterSnapshot, compiled: CompiledPolicy, target
     return out
 
 
-def short_reasons(result: SessionResult, *, timeout_ms: int = 1000) -> dict[str, str]:
-    """One line per pending pod of `result`: the conflicting rules (minimal core) or what the solver saw."""
+def short_reasons(result: SessionResult, *, rlimit: int = cores.CHECK_RLIMIT // 2) -> dict[str, str]:
+    """One line per pending pod of `result`: the conflicting rules (minimal core) or what the solver saw,
+    each solver check within `rlimit` Z3 resource units (the same lines however busy the machine)."""
     backend = Z3Backend()
     out: dict[str, str] = {}
     cache: dict[tuple[str, bool], str] = {}
@@ -84,7 +86,7 @@ def short_reasons(result: SessionResult, *, timeout_ms: int = 1000) -> dict[str,
         slot = (task.job.key, task.best_effort)
         if slot not in cache:
             cache[slot] = explain_pending.analyse(result, task.job.key, target=task if task.best_effort else None,
-                                                  backend=backend, timeout_ms=timeout_ms).short()
+                                                  backend=backend, rlimit=rlimit).short()
         out[key] = cache[slot]
     return out
 

@@ -43,6 +43,7 @@ from vpolicy.model import snapshot as snap
 from vpolicy.model.decisions import Decisions
 from vpolicy.model.resources import CPU, MEMORY, PODS, Resources, total
 from vpolicy.model.snapshot import ALLOCATED_STATUSES, ClusterSnapshot, PodGroupPhase, TaskStatus
+from vpolicy.solve import cores
 from vpolicy.solve.backend_z3 import Z3Backend
 
 _MAX_JOB_TRIES = 12  # single running jobs tried as "wait"/"preempt"/"stop" fixes
@@ -109,7 +110,7 @@ class Search:
         if self.target is not None:
             target = next((t for t in initial.state.jobs[self.job_key].tasks if t.uid == self.target.uid), None)
         verdict = explain_pending.analyse(initial, self.job_key, target=target if target and target.best_effort else None,
-                                          backend=self.backend, timeout_ms=500).verdict
+                                          backend=self.backend, rlimit=cores.CHECK_RLIMIT // 4).verdict
         return verdict == "conflict"
 
     def expired(self) -> bool:
@@ -125,7 +126,7 @@ class Search:
         """Does the engine, on `edited`, place the target (a pod), make the job ready or pipelined, or
         (a podgroup with no pods yet) enqueue it?"""
         self.runs += 1
-        outcome = run_session(edited, self.policy, now=self.now, solver_budget_s=0)
+        outcome = run_session(edited, self.policy, now=self.now, solver_budget=0)
         doc = outcome.decisions
         if self.target is not None:
             return self.target.key in doc.binds or self.target.key in doc.pipelined

@@ -107,7 +107,7 @@ class _Problem:
 
 
 def analyse(result: SessionResult, job_key: str, *, target: TaskInfo | None = None,
-            backend: Z3Backend | None = None, timeout_ms: int = 2000) -> Analysis:
+            backend: Z3Backend | None = None, rlimit: int = cores.CHECK_RLIMIT) -> Analysis:
     """The minimal conflicting rule instances that keep `job_key`'s pending tasks (or `target`) unplaced.
 
     When a job-level gate closed the job (not enqueued, invalid, its queue overused), that gate is the
@@ -122,11 +122,11 @@ def analyse(result: SessionResult, job_key: str, *, target: TaskInfo | None = No
     gates = sorted((g for g in problem.groups if problem.kind(g) in _GATE_ORDER),
                    key=lambda g: _GATE_ORDER[problem.kind(g)])
     if not gates:
-        return _solve(problem, problem.groups, backend, timeout_ms)
+        return _solve(problem, problem.groups, backend, rlimit)
     needs = [g for g in problem.groups if problem.kind(g) == "gang"]
-    held = _solve(problem, [gates[0], *needs], backend, timeout_ms)
+    held = _solve(problem, [gates[0], *needs], backend, rlimit)
     held.also = [problem.item(g) for g in gates[1:]]
-    held.after = _solve(problem, [g for g in problem.groups if g not in gates], backend, timeout_ms)
+    held.after = _solve(problem, [g for g in problem.groups if g not in gates], backend, rlimit)
     held.ms = round(held.ms + held.after.ms, 3)
     return held
 
@@ -171,12 +171,12 @@ def _problem(result: SessionResult, job: JobInfo, pending: list[TaskInfo], targe
     return _Problem(job.key, groups, encoding.hard, kinds, classes, nodes, need)
 
 
-def _solve(problem: _Problem, groups: list[cores.Group], backend: Z3Backend, timeout_ms: int) -> Analysis:
+def _solve(problem: _Problem, groups: list[cores.Group], backend: Z3Backend, rlimit: int) -> Analysis:
     """Solve `groups` of `problem` together: a minimal core, a witness placement, or unknown."""
     # Engine facts (full nodes, task counts) go first when the core is shrunk, so a rule that also blocks
     # the job is the one shown; gang and gates are dropped last.
     drop_first = sorted(range(len(groups)), key=lambda i: _DROP_ORDER.get(problem.kind(groups[i]), 5))
-    outcome = cores.minimal_core(backend, groups, hard=problem.hard, timeout_ms=timeout_ms, drop_first=drop_first)
+    outcome = cores.minimal_core(backend, groups, hard=problem.hard, rlimit=rlimit, drop_first=drop_first)
     analysis = Analysis(problem.job, "unknown", need=problem.need, ms=outcome.ms)
     if isinstance(outcome.result, Unsat):
         analysis.verdict = "conflict"

@@ -59,7 +59,7 @@ def replay(directory: str | Path, policy: CompiledPolicy, *,
     meta = record.read_meta(directory)
     result = ReplayResult(str(directory), str(meta.get("policy", "")), policy.source)
     for rec in record.read_sessions(directory):
-        replayed = run_session(rec.snapshot, policy, now=rec.now, solver_budget_s=0.0).decisions
+        replayed = run_session(rec.snapshot, policy, now=rec.now, solver_budget=0).decisions
         lines = diff_decisions(rec.decisions, replayed)
         if lines:
             result.differing.append(SessionDiff(rec.session, rec.now, tuple(lines)))

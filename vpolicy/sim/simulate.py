@@ -142,7 +142,7 @@ class _Job:
 def session_of(policy: CompiledPolicy) -> Decide:
     """The engine's session under `policy`, without the post-action solver (reasons are not simulated)."""
     def decide(snapshot: snap.ClusterSnapshot, *, now: float) -> Decisions:
-        return run_session(snapshot, policy, now=now, solver_budget_s=0.0).decisions
+        return run_session(snapshot, policy, now=now, solver_budget=0).decisions
 
     return decide
 

@@ -32,6 +32,7 @@ class Z3Backend:
         self._memo: dict[ir.Term, z3.ExprRef] = {}
         self._syms: dict[str, z3.ExprRef] = {}
         self.calls = 0
+        self.rlimit_spent = 0  # Z3 resource units its checks used (see `check`)
 
     # translation ---------------------------------------------------------------------------------
     def translate(self, term: ir.Term, env: dict[str, z3.ExprRef] | None = None) -> z3.ExprRef:
@@ -96,11 +97,14 @@ class Z3Backend:
     def check(self, constraints: Iterable[tuple[ir.Label, ir.Term]], *, timeout_ms: int | None = None,
               rlimit: int | None = None) -> Result:
         """Solve the labelled constraints together; unsat cores come back as labels. `rlimit` bounds
-        Z3's work deterministically (a timeout depends on the machine's load)."""
+        Z3's work deterministically (a timeout depends on the machine's load): given alone, it is the
+        only bound, so the same question always gets the same answer; `rlimit_spent` counts the units
+        used, for callers that share one budget over several checks."""
         solver = z3.Solver()
-        solver.set("timeout", timeout_ms if timeout_ms is not None else self.timeout_ms)
+        if rlimit is None or timeout_ms is not None:
+            solver.set("timeout", timeout_ms if timeout_ms is not None else self.timeout_ms)
         if rlimit is not None:
-            solver.set("rlimit", rlimit)
+            solver.set("rlimit", max(1, rlimit))  # 0 would mean no limit
         labels: dict[str, ir.Label] = {}
         for i, (label, term) in enumerate(constraints):
             tag = f"c{i}|{label.rule_id}"
@@ -123,7 +127,9 @@ class Z3Backend:
 
     def _run(self, solver: z3.Solver, labels: dict[str, ir.Label]) -> Result:
         self.calls += 1
+        before = resource_count(solver)
         answer = solver.check()
+        self.rlimit_spent += resource_count(solver) - before
         if answer == z3.sat:
             return Sat(self.model_values(solver.model()))
         if answer == z3.unsat:
@@ -131,6 +137,12 @@ class Z3Backend:
             unique = tuple(dict.fromkeys(core))
             return Unsat(unique)
         return Unknown(solver.reason_unknown() or "unknown")
+
+
+def resource_count(solver: z3.Solver) -> int:
+    """Z3's resource counter (its context's, so read it before and after a check for that check's work).
+    A solver's `rlimit` is counted from where this stands when the check starts."""
+    return int(solver.statistics().get_key_value("rlimit count"))
 
 
 def _float_value(v: float) -> z3.ArithRef:

@@ -6,7 +6,9 @@ and the user wants the smallest set of groups that still conflict. Each group is
 `indicator -> And(group)`, checked under assumptions, and the core Z3 returns is shrunk by deletion
 (drop one group, re-check; keep it dropped while the rest stays unsat) until every group left is needed.
 
-`Unknown` (a timeout included) is never read as `Unsat`: a deletion check that comes back unknown keeps
+Each check is bounded by Z3's resource units (`rlimit`), not by time, so the same question gets the same
+core on a busy machine as on an idle one. `Unknown` (the limit reached) is never read as `Unsat`: a
+deletion check that comes back unknown keeps
 its group and marks the core as not proved minimal; a first check that comes back unknown is returned
 as `Unknown`. This module knows nothing of scheduling: groups come from `compile.encode_*`.
 """
@@ -19,8 +21,13 @@ from typing import Sequence
 import z3
 
 from vpolicy.compile import ir
-from vpolicy.solve.backend_z3 import Z3Backend
+from vpolicy.solve.backend_z3 import Z3Backend, resource_count
 from vpolicy.solve.result import Result, Sat, Unknown, Unsat
+
+# Z3 resource units per check: about two seconds of Z3's work on a loaded 2-core machine (1.5M units/s
+# measured), the timeout it replaces; explain's questions (a few task classes over node classes) need
+# thousands.
+CHECK_RLIMIT = 3_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +54,11 @@ class GroupSolver:
     """One Z3 solver over fixed groups; each check picks the groups that are on by assumption."""
 
     def __init__(self, backend: Z3Backend, groups: Sequence[Group], *, hard: Sequence[ir.Term] = (),
-                 timeout_ms: int = 1000):
+                 rlimit: int = CHECK_RLIMIT):
         self.backend = backend
         self.groups = list(groups)
         self.solver = z3.Solver()
-        self.solver.set("timeout", timeout_ms)
+        self.solver.set("rlimit", max(1, rlimit))  # per check, counted from where Z3's counter stands
         for term in hard:  # domain constraints (counts are >= 0): always on, never in a core
             self.solver.add(backend.translate(term))
         self.indicators: list[z3.BoolRef] = []
@@ -66,7 +73,9 @@ class GroupSolver:
         """Solve with the groups `active` on; on Unsat also return the indices in Z3's core."""
         self.checks += 1
         self.backend.calls += 1
+        before = resource_count(self.solver)
         answer = self.solver.check(*(self.indicators[i] for i in active))
+        self.backend.rlimit_spent += resource_count(self.solver) - before
         if answer == z3.sat:
             return Sat(self.backend.model_values(self.solver.model())), []
         if answer == z3.unsat:
@@ -77,14 +86,14 @@ class GroupSolver:
 
 
 def minimal_core(backend: Z3Backend, groups: Sequence[Group], *, hard: Sequence[ir.Term] = (),
-                 timeout_ms: int = 1000, drop_first: Sequence[int] = ()) -> CoreResult:
+                 rlimit: int = CHECK_RLIMIT, drop_first: Sequence[int] = ()) -> CoreResult:
     """Solve all groups together; when they conflict, shrink Z3's core to a minimal one by deletion.
 
     Several minimal cores may exist (a task blocked both by its queue and by full nodes); deletion is
     tried first on the groups listed in `drop_first` (in that order), so the core keeps the others when
     it can: callers list the groups they would rather not show."""
     started = time.perf_counter()
-    gs = GroupSolver(backend, groups, hard=hard, timeout_ms=timeout_ms)
+    gs = GroupSolver(backend, groups, hard=hard, rlimit=rlimit)
     result, core = gs.check(range(len(gs.groups)))
     if not isinstance(result, Unsat):
         return CoreResult(result, checks=gs.checks, ms=_ms(started))
