@@ -12,6 +12,9 @@ decides what a mistake is or where it is, so diagnostics keep one source.
 The contract, checked by `tests/load/test_plain.py` on generated objects: when a function here returns a
 value, the `View` reader of the same field returns the same value and reports nothing. A reader using
 this module must call it before it reports anything itself, so that falling back never reports twice.
+Readers with a plain twin (`kinds._plain_meta`, `kinds._plain_pod_status`, `affinity._plain_images`): a
+field added to the checked reader is added to its twin and to the test's generator, or the fast path
+reads it as absent.
 """
 from __future__ import annotations
 
