@@ -669,11 +669,18 @@ class SessionState:
 
     def _restatus_in_place(self, task: TaskInfo, status: TaskStatus) -> None:
         """Allocated -> Binding and the like: same node, same usage, same share; only the job's counts
-        change. The task still moves to the end of its node's list, as a remove and re-add would."""
+        change. The task still moves to the end of its node's list, as a remove and re-add would, and
+        then the node's version grows: answers kept per node version (victims listed in the node's
+        order, a fold over its pods) would otherwise read the old order."""
         node = self.nodes.get(task.node_name) if task.node_name else None
         if node is not None and node.tasks and node.tasks[-1] is not task and task in node.tasks:
             node.tasks.remove(task)  # (a task already last, as one just placed mostly is, stays)
             node.tasks.append(task)
+            arrays = getattr(self, "arrays", None)
+            if arrays is not None:
+                row = arrays.row[node.name]
+                arrays.version[row] += 1
+                arrays.changed.append(row)
         job = task.job
         if job is not None:
             job.track(task, -1)

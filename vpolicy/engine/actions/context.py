@@ -132,8 +132,9 @@ class ActionContext:
         return kept[1]
 
     def forget_node_memos(self) -> None:
-        """Start an evicting action with no per-node answers kept: node versions follow every usage
-        change, but allocate's Allocated -> Binding reorders a node's tasks in place, unversioned."""
+        """Start an evicting action with no per-node answers kept (and their memory freed). Node versions
+        follow every usage change and every reordering of a node's tasks (allocate's Allocated ->
+        Binding, `SessionState._restatus_in_place`), so this is not needed for correctness."""
         self.node_candidates.clear()
         self.victim_bounds.clear()
         self.queue_tasks.clear()
