@@ -80,3 +80,27 @@ def test_the_solvers_notes_do_not_depend_on_how_fast_the_clock_runs(monkeypatch:
 def test_a_session_budget_of_zero_adds_no_solver_note() -> None:
     doc = run_session(_gangs_that_cannot_fit(1), from_conf(default_conf()), solver_budget=0).decisions
     assert not any("solver" in reason for reason in doc.unschedulable["ns/g0-0"])
+
+
+def _gangs_over_many_node_shapes(shapes: int, jobs: int, tasks: int) -> ClusterSnapshot:
+    """`jobs` gangs of `tasks` pods in 4 shapes over 2 nodes of each of `shapes` sizes: no gang is placed
+    whole, each check is a few hundred constraints, and the session's budget runs out among them."""
+    nodes = [node(f"n{i}", cpu=1000 + (i % shapes) * 137, memory=(2 + i % shapes) * 1024 ** 3, pods=110)
+             for i in range(2 * shapes)]
+    groups = [podgroup(f"g{j}", min_member=tasks) for j in range(jobs)]
+    pods = [pod(f"g{j}-{t}", f"g{j}", cpu=900 + (t % 4) * 311 + j, memory=(1 + t % 4) * 1024 ** 3)
+            for j in range(jobs) for t in range(tasks)]
+    return snapshot(nodes=nodes, podgroups=groups, pods=pods)
+
+
+def test_the_same_snapshot_gets_the_same_notes_whatever_ran_before_in_the_process() -> None:
+    # A live scheduler runs session after session in one process. Z3's work on a question depends on
+    # what its context met before, so with one context for the process the budget cut off a different
+    # check after other sessions (224 notes, then 192); each session's solver now has its own.
+    world, policy = _gangs_over_many_node_shapes(24, 12, 32), from_conf(default_conf())
+    first = run_session(world, policy).decisions.unschedulable
+    run_session(_gangs_over_many_node_shapes(8, 6, 8), policy)
+    again = run_session(world, policy).decisions.unschedulable
+    assert again == first
+    noted = [key for key, reasons in first.items() if "solver" in reasons[-1]]
+    assert 0 < len(noted) < len(first)  # the budget ran out among the jobs: where it did is what must not move

@@ -102,3 +102,22 @@ def test_backend_check_with_only_a_resource_limit_answers_the_same_each_time() -
     assert all(isinstance(backend.check(easy, rlimit=100_000), Unsat) for _ in range(5))
     assert all(isinstance(backend.check([(label("fermat"), t) for t in hard_cubes()], rlimit=5_000), Unknown)
                for _ in range(3))
+
+
+def _spent_on_the_same_questions() -> tuple[int, str]:
+    backend = Z3Backend()
+    backend.check([(label("a"), ir.op(">=", X, ir.Const(3))), (label("b"), ir.op("<=", X, ir.Const(9)))], rlimit=100_000)
+    out = cores.minimal_core(backend, [group("fermat", *hard_cubes()), group("c", ir.op(">=", X, ir.Const(1)))],
+                             rlimit=30_000)
+    return backend.rlimit_spent, type(out.result).__name__
+
+
+def test_a_backends_work_does_not_depend_on_what_other_backends_asked_before() -> None:
+    # Each backend has its own Z3 context: in Z3's shared one, the units a question takes (and so where a
+    # limit cuts it off) drift with every earlier question of the process, so a live scheduler's notes
+    # would depend on its history.
+    first = _spent_on_the_same_questions()
+    for i in range(3):
+        Z3Backend().check([(label("other"), ir.op("==", ir.op("*", ir.Sym(f"y{i}"), Y), ir.Const(7 + i)))],
+                          rlimit=50_000)
+    assert [_spent_on_the_same_questions() for _ in range(3)] == [first] * 3

@@ -33,6 +33,16 @@ class Z3Backend:
         self._syms: dict[str, z3.ExprRef] = {}
         self.calls = 0
         self.rlimit_spent = 0  # Z3 resource units its checks used (see `check`)
+        self._ctx: z3.Context | None = None
+
+    @property
+    def ctx(self) -> z3.Context:
+        """This backend's own Z3 context, made on first use. Z3's work on a question (and so what a
+        resource limit cuts off) depends on what its context met before; in Z3's shared main context an
+        answer would depend on the process's earlier sessions, here only on this backend's questions."""
+        if self._ctx is None:
+            self._ctx = z3.Context()
+        return self._ctx
 
     # translation ---------------------------------------------------------------------------------
     def translate(self, term: ir.Term, env: dict[str, z3.ExprRef] | None = None) -> z3.ExprRef:
@@ -50,7 +60,7 @@ class Z3Backend:
             maker = {"int": z3.Int, "real": z3.Real, "bool": z3.Bool}.get(sort)
             if maker is None:
                 raise SolverError(f"unknown sort {sort!r}")
-            sym = maker(name)
+            sym = maker(name, self.ctx)
             self._syms[name] = sym
         return sym
 
@@ -58,11 +68,11 @@ class Z3Backend:
         if isinstance(t, ir.Const):
             v = t.value
             if isinstance(v, bool):
-                return z3.BoolVal(v)
+                return z3.BoolVal(v, self.ctx)
             if isinstance(v, int):
-                return z3.IntVal(v)
+                return z3.IntVal(v, self.ctx)
             if isinstance(v, float):
-                return _float_value(v)
+                return _float_value(v, self.ctx)
             raise SolverError(f"constant {v!r} has no solver meaning")
         if isinstance(t, ir.Sym):
             return self.symbol(t.name, t.sort)
@@ -77,9 +87,9 @@ class Z3Backend:
         if isinstance(t, ir.Op):
             args = [self._tr(a, env) for a in t.args]
             if t.op == "and":
-                return z3.And(*args)
+                return z3.And(*args) if args else z3.BoolVal(True, self.ctx)
             if t.op == "or":
-                return z3.Or(*args)
+                return z3.Or(*args) if args else z3.BoolVal(False, self.ctx)
             if t.op == "not":
                 return z3.Not(args[0])
             if t.op == "neg":
@@ -100,7 +110,7 @@ class Z3Backend:
         Z3's work deterministically (a timeout depends on the machine's load): given alone, it is the
         only bound, so the same question always gets the same answer; `rlimit_spent` counts the units
         used, for callers that share one budget over several checks."""
-        solver = z3.Solver()
+        solver = z3.Solver(ctx=self.ctx)
         if rlimit is None or timeout_ms is not None:
             solver.set("timeout", timeout_ms if timeout_ms is not None else self.timeout_ms)
         if rlimit is not None:
@@ -109,7 +119,7 @@ class Z3Backend:
         for i, (label, term) in enumerate(constraints):
             tag = f"c{i}|{label.rule_id}"
             labels[tag] = label
-            solver.assert_and_track(self.translate(term), z3.Bool(tag))
+            solver.assert_and_track(self.translate(term), z3.Bool(tag, self.ctx))
         return self._run(solver, labels)
 
     def model_values(self, model: z3.ModelRef) -> dict[str, Any]:
@@ -145,21 +155,21 @@ def resource_count(solver: z3.Solver) -> int:
     return int(solver.statistics().get_key_value("rlimit count"))
 
 
-def _float_value(v: float) -> z3.ArithRef:
+def _float_value(v: float, ctx: z3.Context) -> z3.ArithRef:
     """The exact rational of the double `v`: `compile.evaluate` compares and computes with the double, and
     `RealVal(0.1)` would be the decimal 1/10 instead."""
     try:
         exact = Fraction(v)
     except (OverflowError, ValueError) as e:  # inf and nan are no rationals
         raise SolverError(f"constant {v!r} has no solver meaning") from e
-    return z3.RealVal(exact)
+    return z3.RealVal(exact, ctx)
 
 
 def _divide(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
     """`evaluate._div` on numbers: true division (ints are made reals, or Z3 would divide them as
     integers, rounding down), and 0 where the divisor is 0 (Z3's own x/0 is any value)."""
     quotient = _real(a) / _real(b)
-    return z3.If(b == 0, z3.RealVal(0), quotient)
+    return z3.If(b == 0, z3.RealVal(0, b.ctx), quotient)
 
 
 def _real(x: z3.ArithRef) -> z3.ArithRef:
@@ -171,7 +181,7 @@ class IncrementalSolver:
 
     def __init__(self, backend: Z3Backend, base: Iterable[tuple[ir.Label, ir.Term]] = ()):
         self.backend = backend
-        self.solver = z3.Solver()
+        self.solver = z3.Solver(ctx=backend.ctx)
         self.solver.set("timeout", backend.timeout_ms)
         self.labels: dict[str, ir.Label] = {}
         self._n = 0
@@ -182,7 +192,7 @@ class IncrementalSolver:
         tag = f"c{self._n}|{label.rule_id}"
         self._n += 1
         self.labels[tag] = label
-        self.solver.assert_and_track(self.backend.translate(term), z3.Bool(tag))
+        self.solver.assert_and_track(self.backend.translate(term), z3.Bool(tag, self.backend.ctx))
 
     def check(self, extra: Iterable[tuple[ir.Label, ir.Term]] = ()) -> Result:
         self.solver.push()

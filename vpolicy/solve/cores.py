@@ -57,15 +57,15 @@ class GroupSolver:
                  rlimit: int = CHECK_RLIMIT):
         self.backend = backend
         self.groups = list(groups)
-        self.solver = z3.Solver()
+        self.solver = z3.Solver(ctx=backend.ctx)
         self.solver.set("rlimit", max(1, rlimit))  # per check, counted from where Z3's counter stands
         for term in hard:  # domain constraints (counts are >= 0): always on, never in a core
             self.solver.add(backend.translate(term))
         self.indicators: list[z3.BoolRef] = []
         for i, group in enumerate(self.groups):
-            flag = z3.Bool(f"g{i}|{group.label.rule_id}")
+            flag = z3.Bool(f"g{i}|{group.label.rule_id}", backend.ctx)
             self.indicators.append(flag)
-            body = z3.And(*(backend.translate(t) for t in group.terms)) if group.terms else z3.BoolVal(True)
+            body = z3.And(*(backend.translate(t) for t in group.terms)) if group.terms else z3.BoolVal(True, backend.ctx)
             self.solver.add(z3.Implies(flag, body))
         self.checks = 0
 
