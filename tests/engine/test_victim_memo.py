@@ -2,10 +2,13 @@
 never past a change of what they read: the decisions are those of asking the rules every time."""
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from benchmarks import generate as gen
 from benchmarks.run import policy_for
+from vpolicy.engine.actions import ACTIONS, reclaim
 from vpolicy.engine.actions.context import ActionContext
 from vpolicy.engine.runtime import Runtime
 from vpolicy.engine.session import run_session
@@ -35,7 +38,7 @@ def _reads(conf_text: str, callback: str) -> frozenset[str] | None:
 def test_volcanos_reclaim_rules_read_only_the_reclaimers_request_and_its_preempt_rules_more() -> None:
     # gang and conformance judge the candidates alone, proportion also compares each victim queue's
     # allocation with the reclaimer's request (LessPartly); priority and drf compare with the preemptor
-    assert _reads(f'actions: "reclaim"\n{_DEFAULT}', "reclaimable") == {"resreq"}
+    assert _reads(f'actions: "reclaim"\n{_DEFAULT}', "reclaimable") == frozenset({"resreq"})
     assert _free(f'actions: "reclaim"\n{_DEFAULT}', "reclaimable") is False
     assert _reads(f'actions: "preempt"\n{_DEFAULT}', "preemptable") is None
 
@@ -51,6 +54,9 @@ def test_reclaim_decides_the_same_with_answers_reused_as_when_asking_every_time(
         seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     generated = gen.generate(gen.Size("small", 40, 400), "reclaim", seed=seed)
     policy = policy_for("reclaim")
+    # the memo serves reclaim's walk without `reclaim_reuse` (which keeps answers its own way and is
+    # compared with asking every node in test_reclaim_reuse)
+    monkeypatch.setitem(ACTIONS, "reclaim", functools.partial(reclaim.run, reuse=False))
     computed: list[int] = []
     rules_answer = Runtime.victims
 
