@@ -11,7 +11,7 @@ from typing import Iterator
 import numpy as np
 
 from vpolicy.engine import optimize
-from vpolicy.engine.actions.context import ActionContext, unresolvable_before
+from vpolicy.engine.actions.context import ActionContext, unresolvable_before, unresolvable_rows_before
 from vpolicy.engine.actions.evict_common import fits_with, ordered_victims, useful_candidates
 from vpolicy.engine.actions.reclaim_reuse import ReclaimAnswers
 from vpolicy.engine.heap import PriorityQueue, Queue
@@ -110,7 +110,11 @@ def _reclaim_one(ctx: ActionContext, stmt: Statement, task: TaskInfo, job: JobIn
                 and t.job.queue is not job.queue and t.job.queue.reclaimable)
 
     placement = ctx.placement
-    rows = placement.preempt_rows(task, ctx.fit_errors.get(task.uid))
+    # `Placement.preempt_rows(task, recorded)`, with the recorded nodes as rows kept per set of fit
+    # errors (at 5,000 nodes a task's set holds thousands of names), as preempt's walk has them
+    passing = placement.preempt_mask(task)
+    passing[unresolvable_rows_before(ctx, task)] = False
+    rows = np.flatnonzero(passing)
     if ctx.optimize:
         nodes = [placement.node_list[r] for r in rows.tolist()]
         if optimize.weighs_gpus(placement, task, nodes):
