@@ -21,8 +21,8 @@ def diagnostics_of(path: str) -> list[Pinned]:
             for d in caught.value.diagnostics]
 
 
-EXPECT_KEYS_TEXT = ("binds, binds_include, binds_exclude, bound, pipelined, pipelined_include, nominated, evictions, "
-                    "evictions_include, podgroups, unschedulable, unschedulable_reasons")
+EXPECT_KEYS_TEXT = ("binds, binds_include, binds_exclude, bound, bind_count, pipelined, pipelined_include, nominated, "
+                    "evictions, evictions_include, podgroups, unschedulable, unschedulable_reasons")
 
 
 @pytest.mark.parametrize("header, expected", [
@@ -56,6 +56,16 @@ EXPECT_KEYS_TEXT = ("binds, binds_include, binds_exclude, bound, pipelined, pipe
         ("scenario.wrong-type", 5, 10, "expect.binds must be a mapping, got a list",
          "write binds: {namespace/pod: node}, or {} for none"),
     ], id="binds-given-a-list"),
+    pytest.param("""\
+        apiVersion: vpolicy/v1
+        kind: Scenario
+        name: x
+        expect:
+          bind_count: two
+        """, [
+        ("scenario.wrong-type", 5, 15, "expect.bind_count must be a count (0 or more), got 'two'",
+         "write bind_count: 3"),
+    ], id="bind-count-given-text"),
     pytest.param("""\
         apiVersion: vpolicy/v1
         kind: Scenario

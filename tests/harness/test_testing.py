@@ -70,6 +70,14 @@ def test_expectations_that_hold_give_no_failure(expect: scenario.Expect) -> None
     assert testing.compare(expect, decisions()) == []
 
 
+def test_bind_count_counts_the_session_binds_whichever_pods() -> None:
+    binds = decisions().binds
+    assert testing.compare(scenario.Expect(bind_count=len(binds)), decisions()) == []
+    listed = ", ".join(f"{pod} -> {node}" for pod, node in sorted(binds.items()))
+    assert testing.compare(scenario.Expect(bind_count=len(binds) + 1), decisions()) == [
+        f"  expect.bind_count:\n    ~ {len(binds)} pods bound, expected {len(binds) + 1} (bound: {listed})"]
+
+
 def test_binds_exclude_names_the_pod_that_was_bound() -> None:
     assert testing.compare(scenario.Expect(binds_exclude=("ns/a",)), decisions()) == [
         "  expect.binds_exclude:\n    + ns/a -> n2: bound, but must not be"]

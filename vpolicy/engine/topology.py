@@ -202,7 +202,7 @@ class SubGroupInfo:
         self.tasks = tasks
         self.size = policy.sub_group_size if policy.sub_group_size is not None else len(tasks)
         spec = policy.network_topology
-        self.topology_mode = spec.mode if spec is not None else ""
+        self.topology_mode = _mode(tree, spec)
         self.highest_tier_allowed = tree.highest_tier(spec)
         self.priority = max((t.priority for t in tasks), default=0)
         first = tasks[0].labels.get(policy.match_label_keys[0], "") if tasks and policy.match_label_keys else ""
@@ -235,9 +235,17 @@ def sub_groups(tree: hn.HyperNodeTree, job: JobInfo) -> list[SubGroupInfo]:
     return out
 
 
+def _mode(tree: hn.HyperNodeTree, spec: hn.NetworkTopology | None) -> str:
+    """The networkTopology's mode as the session uses it: "" without one, and for a hard one naming a
+    tier no HyperNode carries (Volcano's IsHardTopologyMode is false then: `holds_to_a_tier`)."""
+    if spec is None or (spec.mode == "hard" and not tree.holds_to_a_tier(spec)):
+        return ""
+    return spec.mode
+
+
 def bind_job(topo: SessionTopology, job: JobInfo) -> None:
     spec = job.pg.network_topology
-    job.topology_mode = spec.mode if spec is not None else ""
+    job.topology_mode = _mode(topo.tree, spec)
     job.highest_tier_allowed = topo.tree.highest_tier(spec)
     placed = topo.placed_domain(job) if topo.enabled else ""
     kept = job.pg.annotations.get(hn.ALLOCATED_HYPERNODE_ANNOTATION, "")

@@ -389,6 +389,7 @@ def _check_topology(world: _World, decided: _Decided) -> list[Violation]:
     if not hard or not world.snapshot.hypernodes:
         return []
     tree = HyperNodeTree(world.snapshot.hypernodes, ((n.name, n.labels) for n in world.snapshot.nodes if n.ready))
+    hard = [pg for pg in hard if tree.holds_to_a_tier(pg.network_topology)]
     placed = decided.placed()
     found: list[Violation] = []
     for pg in sorted(hard, key=lambda g: g.key):

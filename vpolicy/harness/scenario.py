@@ -49,7 +49,7 @@ MISPLACED_HEADER = "scenario.misplaced-header"
 # The expectations, in docs/scenarios.md order, each with an example of its value (for help lines).
 EXPECT_EXAMPLES = {
     "binds": "{namespace/pod: node}", "binds_include": "{namespace/pod: node}", "binds_exclude": "[namespace/pod]",
-    "bound": "[namespace/pod]",
+    "bound": "[namespace/pod]", "bind_count": "3",
     "pipelined": "{namespace/pod: node}", "pipelined_include": "{namespace/pod: node}",
     "nominated": "{namespace/pod: node}",
     "evictions": "[namespace/pod]", "evictions_include": "[namespace/pod]",
@@ -59,7 +59,9 @@ EXPECT_EXAMPLES = {
 EXPECT_KEYS = tuple(EXPECT_EXAMPLES)
 # Expectations whose value is a mapping (the others list pods).
 MAP_EXPECTATIONS = tuple(k for k, v in EXPECT_EXAMPLES.items() if v.startswith("{"))
-LIST_EXPECTATIONS = tuple(k for k in EXPECT_KEYS if k not in MAP_EXPECTATIONS)
+# Expectations whose value is a count (Volcano's ExpectBindsNum).
+COUNT_EXPECTATIONS = tuple(k for k, v in EXPECT_EXAMPLES.items() if v.isdigit())
+LIST_EXPECTATIONS = tuple(k for k in EXPECT_KEYS if k not in MAP_EXPECTATIONS and k not in COUNT_EXPECTATIONS)
 POLICY_KEYS = ("conf", "conf_file", "policy")
 HEADER_KEYS = ("apiVersion", "kind", "name", "description", *POLICY_KEYS, "now", "timezone", "last_runs", "expect",
                "xfail")
@@ -80,6 +82,7 @@ class Expect:
     binds_include: Mapping[str, str] | None = None
     binds_exclude: tuple[str, ...] | None = None
     bound: tuple[str, ...] | None = None
+    bind_count: int | None = None  # exactly this many pods bound, whichever (Volcano's ExpectBindsNum)
     pipelined: Mapping[str, str] | None = None
     pipelined_include: Mapping[str, str] | None = None
     nominated: Mapping[str, str] | None = None
@@ -91,9 +94,9 @@ class Expect:
     # Where each expectation is written, so a failure can point at it.
     spans: Mapping[str, Span] = field(default_factory=dict, compare=False)
 
-    def items(self) -> list[tuple[str, Mapping[str, str] | tuple[str, ...]]]:
+    def items(self) -> list[tuple[str, Mapping[str, str] | tuple[str, ...] | int]]:
         """The expectations that are set, in the format's order."""
-        out: list[tuple[str, Mapping[str, str] | tuple[str, ...]]] = []
+        out: list[tuple[str, Mapping[str, str] | tuple[str, ...] | int]] = []
         for key in EXPECT_KEYS:
             value = getattr(self, key)
             if value is not None:
@@ -210,6 +213,8 @@ def check_references(header: Header, snapshot: ClusterSnapshot) -> None:
     expect = header.expect
     where = expect.spans
     for key, value in expect.items():
+        if isinstance(value, int):
+            continue  # a count names nothing
         span = where.get(key)
         keys_are, known = ("podgroup", groups) if key == "podgroups" else ("pod", pods)
         for name in value:
@@ -374,6 +379,8 @@ class _HeaderReader:
             spans[key] = self.file.key_span(block, key)
             if key in MAP_EXPECTATIONS:
                 values[key] = self._string_map(block, key, spans)
+            elif key in COUNT_EXPECTATIONS:
+                values[key] = self._count(block, key)
             else:
                 values[key] = self._string_list(block, key, spans)
         return Expect(**values, spans=spans)  # type: ignore[arg-type]  # reason: keys are Expect's fields
@@ -412,6 +419,14 @@ class _HeaderReader:
             spans[f"{key}/{item_key}="] = self.file.value_span(value, item_key)
             out[item_key] = item
         return out
+
+    def _count(self, block: CommentedMap, key: str) -> int | None:
+        value = block[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            self._wrong_type(block, key, "a count (0 or more)", value, path="expect.",
+                             help=f"write {key}: {EXPECT_EXAMPLES[key]}")
+            return None
+        return int(value)
 
     def _string_list(self, block: CommentedMap, key: str, spans: dict[str, Span]) -> tuple[str, ...] | None:
         value = block[key]

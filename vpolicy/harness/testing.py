@@ -270,6 +270,13 @@ def _bound(pods: Sequence[str], d: Decisions) -> list[str]:
     return [f"- {pod}: not bound (actually {pod_state(pod, d)})" for pod in sorted(set(pods)) if pod not in d.binds]
 
 
+def _bind_count(expected: int, d: Decisions) -> list[str]:
+    if len(d.binds) == expected:
+        return []
+    bound = ", ".join(f"{pod} -> {node}" for pod, node in sorted(d.binds.items())) or "none"
+    return [f"~ {len(d.binds)} pods bound, expected {expected} (bound: {bound})"]
+
+
 def _evictions_of(pods: Sequence[str], d: Decisions, *, exact: bool) -> list[str]:
     evicted = {e.pod: e for e in d.evictions}
     lines = [f"- {pod}: not evicted (actually {pod_state(pod, d)})" for pod in sorted(set(pods)) if pod not in evicted]
@@ -315,7 +322,7 @@ def _unschedulable_reasons(expected: Mapping[str, str], d: Decisions) -> list[st
 
 
 _CHECKS: dict[str, Callable[[Any, Decisions], list[str]]] = {
-    "binds": _binds, "binds_include": _binds_include, "binds_exclude": _binds_exclude, "bound": _bound,
+    "binds": _binds, "binds_include": _binds_include, "binds_exclude": _binds_exclude, "bound": _bound, "bind_count": _bind_count,
     "pipelined": _pipelined, "pipelined_include": _pipelined_include, "nominated": _nominated,
     "evictions": _evictions, "evictions_include": _evictions_include,
     "podgroups": _podgroups, "unschedulable": _unschedulable, "unschedulable_reasons": _unschedulable_reasons,

@@ -103,6 +103,11 @@ class SubGroupPolicy:
     match_label_keys: tuple[str, ...] = ()
 
     def selects(self, labels: Mapping[str, str]) -> bool:
+        """Whether the pod belongs to one of the policy's sub-groups: it matches the labelSelector and
+        has a non-empty value for every matchLabelKey (Volcano's getSubJobMatchValues: a pod missing one
+        joins no sub-group of this policy)."""
+        if any(not labels.get(k) for k in self.match_label_keys):
+            return False
         if not self.match_labels and not self.match_expressions:
             return True
         return labels_match(self.match_labels, self.match_expressions, labels)
@@ -217,21 +222,32 @@ class HyperNodeTree:
 
     def highest_allowed(self, allocated: str, tier: int) -> str:
         """The highest ancestor of `allocated` whose tier is at most `tier` ("" when even `allocated` is
-        above it)."""
+        above it); the cluster root when the tier reaches above every HyperNode (Volcano main's
+        ClusterTopHyperNode, one tier above the highest: a job allowed that high may go anywhere)."""
         found = ""
         for name in self.ancestors(allocated):
             if self.tier(name) > tier:
-                break
+                return found
             found = name
-        return found
+        return CLUSTER_ROOT if found and tier >= self.tier(CLUSTER_ROOT) else found
 
     def tier_of_name(self, tier_name: str) -> int | None:
         return self.tier_names.get(tier_name)
 
+    def holds_to_a_tier(self, spec: NetworkTopology | None) -> bool:
+        """Whether a hard-mode `spec` really limits the tier: it gives highestTierAllowed, names a tier
+        some HyperNode carries, or gives neither (the API's default tier 1). A highestTierName no
+        HyperNode carries leaves Volcano's HighestTierAllowed unset (updateJobTier only logs), and
+        IsHardTopologyMode is then false: the job is placed as one without a hard limit."""
+        if spec is None or spec.mode != "hard":
+            return False
+        return (spec.highest_tier_allowed is not None or not spec.highest_tier_name
+                or self.tier_of_name(spec.highest_tier_name) is not None)
+
     def highest_tier(self, spec: NetworkTopology | None) -> int:
         """A job's highest allowed tier: highestTierAllowed, else the tier `highestTierName` names, else
-        Volcano's default 1 (a name no HyperNode carries leaves the default, as Volcano's updateJobTier
-        does: it only logs); 0 without a networkTopology."""
+        Volcano's default 1 (a name no HyperNode carries also gives 1 here, but such a hard-mode job is
+        not held to it: `holds_to_a_tier`); 0 without a networkTopology."""
         if spec is None:
             return 0
         if spec.highest_tier_allowed is not None:

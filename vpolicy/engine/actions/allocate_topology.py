@@ -125,8 +125,8 @@ def allocate_job(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], *,
     if plan is not None and plan.holds_room() and not planned:
         plan.deferred.append(job)  # optimize: try again once the planned gangs are served
         return None, ""
-    if job.topology_mode == "soft":  # optimize mode only: no allowed domain holds it; soft mode spreads
-        return allocate_tasks(ctx, job, tasks), ""
+    if ctx.optimize and job.topology_mode == "soft" and not any(g.topology_mode == "hard" for g in job.sub_groups):
+        return allocate_tasks(ctx, job, tasks), ""  # optimize: no allowed domain holds it; soft mode spreads
     ctx.job_reasons[job.key] = (unplaced[0] if unplaced and (not job.topology_mode or len(tried) == 1)
                                 else unplaced_reason(topo, job, pending, tried))
     return None, ""
@@ -309,7 +309,9 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
     holding its tasks placed so far and by the trial), after the trial is undone, the tie-break added
     where several share the best score; the lowest tier that holds it wins, then the best score, then
     the first name (`_best_candidate`; Volcano main's collectSubJobPlacementCandidates and
-    scoreSubJobPlacementCandidates). Stops once the job is ready;
+    scoreSubJobPlacementCandidates). The sub-groups go in `transaction_sub_groups` order; once the
+    job is ready or pipelined only those the turn needs still go, and one of those finding no place
+    ends the turn (Volcano main's working set);
     returns the placements when it is ready or pipelined, else undoes them; `scores` gets the score of
     each sub-group placed (their sum is the job's, in `allocate_job`), `unplaced` why a hard sub-group
     found no domain (`sub_group_reason`).
@@ -322,18 +324,27 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
     stmt = ctx.statement()
     placed: set[str] = set()
     ready_rules = rt.rules("sub_job_ready")
-    for group in sub_group_order(ctx, job.sub_groups):
-        if rt.job_ready(job):
-            break
+
+    def is_ready(group: Any) -> bool:
+        return all(rt.ask(rule, job, group) for rule in ready_rules)
+
+    waiting = {id(t) for t in pending}
+    order, working = transaction_sub_groups(ctx, job, [g for g in job.sub_groups
+                                                       if any(id(t) in waiting for t in g.tasks)], is_ready)
+    processed: set[int] = set()
+    for group in order:
+        if (rt.job_ready(job) or rt.job_pipelined(job)) and (working <= processed or id(group) not in working):
+            continue  # ready: only the transaction's sub-groups still go (Volcano main's working set)
         mine = [t for t in pending if t in group.tasks and t.uid not in placed]
+        processed.add(id(group))
 
         def group_ready(group: Any = group) -> bool:
-            return all(rt.ask(rule, job, group) for rule in ready_rules)
+            return is_ready(group)
 
         def group_pipelined(group: Any = group) -> bool:
             return rt.sub_job_pipelined(job, group)
 
-        if not mine or group_ready():
+        if not mine:
             continue
         gradients = [[domain]]
         if group.topology_mode == "hard" and rt.rules("hypernode_gradient"):
@@ -346,6 +357,12 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
         for task in group.tasks:
             if task.node_name and task.status is not TaskStatus.PENDING:
                 held = topo.lca(held, topo.leaf_of(task.node_name))
+        if held and group.topology_mode == "hard" and rt.rules("hypernode_gradient"):
+            # where it runs already: only under its highest allowed domain holding that (Volcano main's
+            # gradient for a SubJob searches from its allocated HyperNode's ancestor at that tier)
+            root = topo.tree.highest_allowed(held, group.highest_tier_allowed)
+            gradients = [kept for kept in ([n for n in names if root and topo.tree.within(n, root)]
+                                           for names in gradients) if kept]
         allowed = gradients
         if not held:  # Volcano main's FilterGradientsByMinResource with the SubJob's minResources
             need = sub_group_min_resources(group)
@@ -372,6 +389,8 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
                 placed.add(task.uid)
             if scores is not None:
                 scores.append(score)
+        elif id(group) in working:
+            break  # a sub-group the transaction needs found no place: the job's dry run here fails
     rest = [t for t in pending if t.uid not in placed and not any(t in g.tasks for g in job.sub_groups)]
     if rest and not rt.job_ready(job):
         more = allocate_tasks(ctx, job, rt.task_queue(rest), within=topo.mask(domain))
@@ -415,6 +434,29 @@ def _best_candidate(ctx: ActionContext, group: Any, candidates: list[_Candidate]
                                       for rule in rt.rules("sub_group_hypernode_tie_break")))
     chosen = min(candidates, key=lambda c: (c.gradient, -scores[c.ended_in], c.domain))
     return scores[chosen.ended_in], chosen
+
+
+def transaction_sub_groups(ctx: ActionContext, job: JobInfo, groups: list[Any],
+                           is_ready: Any) -> tuple[list[Any], set[int]]:
+    """The sub-groups with pending tasks in the order a job's turn tries them, and the ids of those the
+    turn must place even once the job is ready (Volcano main's requiredSubJobs and working set): per
+    policy, the sub-groups not yet ready, in `sub_job_order`, as many as its minSubGroups still lacks
+    after the ready ones; when none is, the first sub-group in order. The required ones go first."""
+    counts: dict[str, int] = {}
+    for group in job.sub_groups:
+        if is_ready(group):
+            counts[group.policy_name] = counts.get(group.policy_name, 0) + 1
+    required: set[int] = set()
+    for group in sub_group_order(ctx, [g for g in job.sub_groups if not is_ready(g)]):
+        if counts.get(group.policy_name, 0) < job.min_sub_groups.get(group.policy_name, 0):
+            required.add(id(group))
+            counts[group.policy_name] = counts.get(group.policy_name, 0) + 1
+    order = sub_group_order(ctx, groups)
+    order = [g for g in order if id(g) in required] + [g for g in order if id(g) not in required]
+    working = {id(g) for g in order if id(g) in required}
+    if not working and order:
+        working = {id(order[0])}
+    return order, working
 
 
 def sub_group_order(ctx: ActionContext, groups: list[Any]) -> list[Any]:
