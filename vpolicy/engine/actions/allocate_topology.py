@@ -308,10 +308,11 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
     `sub_group_hypernode_order` (with the sub-group's own tasks) on the domain it ended in (the lowest
     holding its tasks placed so far and by the trial), after the trial is undone, the tie-break added
     where several share the best score; the lowest tier that holds it wins, then the best score, then
-    the first name (`_best_candidate`; Volcano main's collectSubJobPlacementCandidates and
+    the first name (`_ranked_candidates`; Volcano main's collectSubJobPlacementCandidates and
     scoreSubJobPlacementCandidates). The sub-groups go in `transaction_sub_groups` order; once the
     job is ready or pipelined only those the turn needs still go, and one of those finding no place
-    ends the turn (Volcano main's working set);
+    ends the turn (Volcano main's working set). With a hard sub-group the turn's placements are
+    searched together (`_search_sub_groups`, Volcano main's searchSubJobAllocations);
     returns the placements when it is ready or pipelined, else undoes them; `scores` gets the score of
     each sub-group placed (their sum is the job's, in `allocate_job`), `unplaced` why a hard sub-group
     found no domain (`sub_group_reason`).
@@ -331,66 +332,50 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
     waiting = {id(t) for t in pending}
     order, working = transaction_sub_groups(ctx, job, [g for g in job.sub_groups
                                                        if any(id(t) in waiting for t in g.tasks)], is_ready)
-    processed: set[int] = set()
-    for group in order:
-        if (rt.job_ready(job) or rt.job_pipelined(job)) and (working <= processed or id(group) not in working):
-            continue  # ready: only the transaction's sub-groups still go (Volcano main's working set)
-        mine = [t for t in pending if t in group.tasks and t.uid not in placed]
-        processed.add(id(group))
+    def pipelined(group: Any) -> bool:
+        return bool(rt.sub_job_pipelined(job, group))
 
-        def group_ready(group: Any = group) -> bool:
-            return is_ready(group)
+    def job_done() -> bool:
+        return bool(rt.job_ready(job) or rt.job_pipelined(job))
 
-        def group_pipelined(group: Any = group) -> bool:
-            return rt.sub_job_pipelined(job, group)
+    def unplaced_tasks(group: Any) -> list[TaskInfo]:
+        return [t for t in pending if t in group.tasks and t.uid not in placed]
 
-        if not mine:
-            continue
-        gradients = [[domain]]
-        if group.topology_mode == "hard" and rt.rules("hypernode_gradient"):
-            by_tier: dict[int, list[str]] = {}
-            for name in topo.tree.descendants(domain):
-                if topo.tree.tier(name) <= group.highest_tier_allowed:
-                    by_tier.setdefault(topo.tree.tier(name), []).append(name)
-            gradients = [by_tier[t] for t in sorted(by_tier)]
-        held = ""  # the lowest domain holding the sub-group's tasks already placed
-        for task in group.tasks:
-            if task.node_name and task.status is not TaskStatus.PENDING:
-                held = topo.lca(held, topo.leaf_of(task.node_name))
-        if held and group.topology_mode == "hard" and rt.rules("hypernode_gradient"):
-            # where it runs already: only under its highest allowed domain holding that (Volcano main's
-            # gradient for a SubJob searches from its allocated HyperNode's ancestor at that tier)
-            root = topo.tree.highest_allowed(held, group.highest_tier_allowed)
-            gradients = [kept for kept in ([n for n in names if root and topo.tree.within(n, root)]
-                                           for names in gradients) if kept]
-        allowed = gradients
-        if not held:  # Volcano main's FilterGradientsByMinResource with the SubJob's minResources
-            need = sub_group_min_resources(group)
-            gradients = [kept for kept in ([n for n in names if _covers(topo, need, n)] for names in gradients) if kept]
-        candidates: list[_Candidate] = []
-        for gradient, names in enumerate(gradients):
-            for name in names:
-                trial = allocate_tasks(ctx, job, rt.task_queue(mine), within=topo.mask(name) & topo.mask(domain),
-                                       ready_when=group_ready, pipelined_when=group_pipelined)
-                if trial is None or not trial.ops:
-                    continue
-                ops = [(op.kind, op.task, op.task.node_name) for op in trial.ops]
-                trial.discard()
-                ended = held
-                for _kind, _task, node in ops:
-                    ended = topo.lca(ended, topo.leaf_of(node))
-                candidates.append(_Candidate(gradient, name, ended or name, ops))
-        if not candidates and unplaced is not None and group.topology_mode == "hard":
-            unplaced.append(sub_group_reason(topo, group, allowed))
-        if candidates:
-            score, chosen = _best_candidate(ctx, group, candidates)
+    def candidates_of(group: Any) -> list[tuple[float, _Candidate]]:
+        found, allowed = _sub_group_candidates(ctx, job, group, unplaced_tasks(group), domain, is_ready, pipelined)
+        if not found and unplaced is not None and group.topology_mode == "hard":
+            reason = sub_group_reason(topo, group, allowed)
+            if reason not in unplaced:
+                unplaced.append(reason)
+        return _ranked_candidates(ctx, group, found) if found else []
+
+    if any(g.topology_mode == "hard" for g in job.sub_groups) and rt.rules("hypernode_gradient"):
+        has_rest = any(not any(t in g.tasks for g in job.sub_groups) for t in pending)
+        path = _search_sub_groups(ctx, order, working, unplaced_tasks, candidates_of, job_done, placed, has_rest)
+        for group, score, chosen in path or ():
             for kind, task, node in chosen.placements:
                 (stmt.allocate if kind == "allocate" else stmt.pipeline)(task, node)
                 placed.add(task.uid)
             if scores is not None:
                 scores.append(score)
-        elif id(group) in working:
-            break  # a sub-group the transaction needs found no place: the job's dry run here fails
+    else:
+        processed: set[int] = set()
+        for group in order:
+            if job_done() and (working <= processed or id(group) not in working):
+                continue  # ready: only the transaction's sub-groups still go (Volcano main's working set)
+            processed.add(id(group))
+            if not unplaced_tasks(group):
+                continue
+            ranked = candidates_of(group)
+            if ranked:
+                score, chosen = ranked[0]  # as _best_candidate
+                for kind, task, node in chosen.placements:
+                    (stmt.allocate if kind == "allocate" else stmt.pipeline)(task, node)
+                    placed.add(task.uid)
+                if scores is not None:
+                    scores.append(score)
+            elif id(group) in working:
+                break  # a sub-group the transaction needs found no place: the job's dry run here fails
     rest = [t for t in pending if t.uid not in placed and not any(t in g.tasks for g in job.sub_groups)]
     if rest and not rt.job_ready(job):
         more = allocate_tasks(ctx, job, rt.task_queue(rest), within=topo.mask(domain))
@@ -407,6 +392,102 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
     return None
 
 
+SEARCH_BUDGET = 2048  # sub-group placements tried per domain before the search keeps first choices
+
+
+def _search_sub_groups(ctx: ActionContext, order: list[Any], working: set[int], unplaced_tasks: Any,
+                       candidates_of: Any, job_done: Any, placed: set[str], has_rest: bool,
+                       ) -> list[tuple[Any, float, _Candidate]] | None:
+    """The best way to place the turn's sub-groups (Volcano main's searchSubJobAllocations, used when
+    some sub-group has a hard networkTopology): each sub-group in turn tries every domain where it fits,
+    best-ranked first, and the rest of the turn is searched below each; a path counts once the job is
+    ready or pipelined with every sub-group of the working set placed, and the path with the highest
+    sum of sub-group scores wins, then the first in the order of its decisions (Volcano's
+    jobAllocationSolutionLess on the subJobDecisionKey). None when no path gets there. After
+    SEARCH_BUDGET placements tried, each sub-group keeps its first-ranked domain (a bound Volcano's
+    search does not have; its pruning is by explored state)."""
+    tried = [0]
+
+    def search(processed: frozenset[int]) -> tuple[float, str, list[tuple[Any, float, _Candidate]]] | None:
+        done = job_done()
+        if done and working <= processed:
+            return 0.0, "", []
+        group = next((g for g in order if unplaced_tasks(g)
+                      and (not done or (id(g) in working and id(g) not in processed))), None)
+        if group is None:  # the tasks of no sub-group go after the search (Volcano's default SubJob)
+            return (0.0, "", []) if has_rest else None
+        best: tuple[float, str, list[tuple[Any, float, _Candidate]]] | None = None
+        for score, chosen in candidates_of(group):
+            if best is not None and tried[0] >= SEARCH_BUDGET:
+                break
+            tried[0] += 1
+            trial = ctx.statement()
+            for kind, task, node in chosen.placements:
+                (trial.allocate if kind == "allocate" else trial.pipeline)(task, node)
+                placed.add(task.uid)
+            below = search(processed | {id(group)})
+            trial.discard()
+            for _kind, task, _node in chosen.placements:
+                placed.discard(task.uid)
+            if below is None:
+                continue
+            key = ",".join(sorted([f"{group.name}={chosen.ended_in}", *filter(None, below[1].split(","))]))
+            total = (score + below[0], key, [(group, score, chosen), *below[2]])
+            if best is None or (-total[0], total[1]) < (-best[0], best[1]):
+                best = total
+        return best
+
+    found = search(frozenset())
+    return None if found is None else found[2]
+
+
+def _sub_group_candidates(ctx: ActionContext, job: JobInfo, group: Any, mine: list[TaskInfo], domain: str,
+                          is_ready: Any, pipelined: Any) -> tuple[list[_Candidate], list[list[str]]]:
+    """Where the sub-group's pending tasks `mine` could go inside `domain` (Volcano main's
+    collectSubJobPlacementCandidates): a hard sub-group inside one domain of at most its highest tier
+    (under its highest allowed domain holding where it already runs; otherwise only domains whose free
+    resources cover its pending requests), any other in `domain`; each a dry run, undone, that left
+    it ready or pipelined. Also the domains allowed before the resource check (for the reason)."""
+    from vpolicy.engine.actions.allocate import allocate_tasks
+
+    rt, topo = ctx.runtime, ctx.state.topology
+    gradients = [[domain]]
+    if group.topology_mode == "hard" and rt.rules("hypernode_gradient"):
+        by_tier: dict[int, list[str]] = {}
+        for name in topo.tree.descendants(domain):
+            if topo.tree.tier(name) <= group.highest_tier_allowed:
+                by_tier.setdefault(topo.tree.tier(name), []).append(name)
+        gradients = [by_tier[t] for t in sorted(by_tier)]
+    held = ""  # the lowest domain holding the sub-group's tasks already placed
+    for task in group.tasks:
+        if task.node_name and task.status is not TaskStatus.PENDING:
+            held = topo.lca(held, topo.leaf_of(task.node_name))
+    if held and group.topology_mode == "hard" and rt.rules("hypernode_gradient"):
+        # where it runs already: only under its highest allowed domain holding that (Volcano main's
+        # gradient for a SubJob searches from its allocated HyperNode's ancestor at that tier)
+        root = topo.tree.highest_allowed(held, group.highest_tier_allowed)
+        gradients = [kept for kept in ([n for n in names if root and topo.tree.within(n, root)]
+                                       for names in gradients) if kept]
+    allowed = gradients
+    if not held:  # Volcano main's FilterGradientsByMinResource with the SubJob's minResources
+        need = sub_group_min_resources(group)
+        gradients = [kept for kept in ([n for n in names if _covers(topo, need, n)] for names in gradients) if kept]
+    candidates: list[_Candidate] = []
+    for gradient, names in enumerate(gradients):
+        for name in names:
+            trial = allocate_tasks(ctx, job, rt.task_queue(mine), within=topo.mask(name) & topo.mask(domain),
+                                   ready_when=lambda: is_ready(group), pipelined_when=lambda: pipelined(group))
+            if trial is None or not trial.ops:
+                continue
+            ops = [(op.kind, op.task, op.task.node_name) for op in trial.ops]
+            trial.discard()
+            ended = held
+            for _kind, _task, node in ops:
+                ended = topo.lca(ended, topo.leaf_of(node))
+            candidates.append(_Candidate(gradient, name, ended or name, ops))
+    return candidates, allowed
+
+
 @dataclass(frozen=True, slots=True)
 class _Candidate:
     """One sub-group's dry run that left it ready or pipelined (Volcano main's subJobPlacementCandidate)."""
@@ -417,11 +498,11 @@ class _Candidate:
     placements: list[tuple[str, TaskInfo, str]]
 
 
-def _best_candidate(ctx: ActionContext, group: Any, candidates: list[_Candidate]) -> tuple[float, _Candidate]:
-    """The sub-group's placement and its score (Volcano main's scoreSubJobPlacementCandidates): each
-    domain a candidate ended in scored by `sub_group_hypernode_order`, those sharing the best score
-    (when more than one) raised by `sub_group_hypernode_tie_break`; then the lowest tier group first,
-    the best score, the first name."""
+def _ranked_candidates(ctx: ActionContext, group: Any, candidates: list[_Candidate]) -> list[tuple[float, _Candidate]]:
+    """The sub-group's placements, best first, with their scores (Volcano main's
+    scoreSubJobPlacementCandidates): each domain a candidate ended in scored by
+    `sub_group_hypernode_order`, those sharing the best score (when more than one) raised by
+    `sub_group_hypernode_tie_break`; then the lowest tier group first, the best score, the first name."""
     rt, topo = ctx.runtime, ctx.state.topology
     ended = list(dict.fromkeys(c.ended_in for c in candidates))
     scores = {name: float(sum(rt.ask(rule, group, topo.info(name)) for rule in rt.rules("sub_group_hypernode_order")))
@@ -432,8 +513,13 @@ def _best_candidate(ctx: ActionContext, group: Any, candidates: list[_Candidate]
         for name in tied:
             scores[name] += float(sum(rt.ask(rule, group, topo.info(name))
                                       for rule in rt.rules("sub_group_hypernode_tie_break")))
-    chosen = min(candidates, key=lambda c: (c.gradient, -scores[c.ended_in], c.domain))
-    return scores[chosen.ended_in], chosen
+    ranked = sorted(candidates, key=lambda c: (c.gradient, -scores[c.ended_in], c.domain))
+    return [(scores[c.ended_in], c) for c in ranked]
+
+
+def _best_candidate(ctx: ActionContext, group: Any, candidates: list[_Candidate]) -> tuple[float, _Candidate]:
+    """The first of `_ranked_candidates`: the sub-group's placement a turn without search takes."""
+    return _ranked_candidates(ctx, group, candidates)[0]
 
 
 def transaction_sub_groups(ctx: ActionContext, job: JobInfo, groups: list[Any],
