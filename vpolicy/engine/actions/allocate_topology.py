@@ -392,7 +392,9 @@ def place_sub_groups(ctx: ActionContext, job: JobInfo, tasks: Queue[TaskInfo], d
     return None
 
 
-SEARCH_BUDGET = 2048  # sub-group placements tried per domain before the search keeps first choices
+SEARCH_BUDGET = 4  # a search collects at most this many times (and 64) as many sub-group candidate sets
+# as taking each sub-group's first choice would, then keeps first choices (each collection is a dry run
+# per allowed domain)
 
 
 def _search_sub_groups(ctx: ActionContext, order: list[Any], working: set[int], unplaced_tasks: Any,
@@ -403,10 +405,12 @@ def _search_sub_groups(ctx: ActionContext, order: list[Any], working: set[int], 
     best-ranked first, and the rest of the turn is searched below each; a path counts once the job is
     ready or pipelined with every sub-group of the working set placed, and the path with the highest
     sum of sub-group scores wins, then the first in the order of its decisions (Volcano's
-    jobAllocationSolutionLess on the subJobDecisionKey). None when no path gets there. After
-    SEARCH_BUDGET placements tried, each sub-group keeps its first-ranked domain (a bound Volcano's
-    search does not have; its pruning is by explored state)."""
+    jobAllocationSolutionLess on the subJobDecisionKey). None when no path gets there. Once it has
+    collected candidates SEARCH_BUDGET times as often as one pass over the sub-groups would (at least
+    64), each sub-group keeps its first-ranked domain that leads somewhere (a bound Volcano's search does
+    not have; its pruning is by explored state)."""
     tried = [0]
+    budget = max(64, SEARCH_BUDGET * len(order))
 
     def search(processed: frozenset[int]) -> tuple[float, str, list[tuple[Any, float, _Candidate]]] | None:
         done = job_done()
@@ -417,10 +421,10 @@ def _search_sub_groups(ctx: ActionContext, order: list[Any], working: set[int], 
         if group is None:  # the tasks of no sub-group go after the search (Volcano's default SubJob)
             return (0.0, "", []) if has_rest else None
         best: tuple[float, str, list[tuple[Any, float, _Candidate]]] | None = None
+        tried[0] += 1
         for score, chosen in candidates_of(group):
-            if best is not None and tried[0] >= SEARCH_BUDGET:
+            if best is not None and tried[0] >= budget:
                 break
-            tried[0] += 1
             trial = ctx.statement()
             for kind, task, node in chosen.placements:
                 (trial.allocate if kind == "allocate" else trial.pipeline)(task, node)
