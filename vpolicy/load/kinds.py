@@ -86,7 +86,7 @@ class PodSpec:
     guaranteed: bool = False  # QoS class computed from the containers (kubelet's ComputePodQOS)
     container_cpus: tuple[tuple[str, int], ...] = ()  # whole CPUs each container requests (0: none/fraction)
     container_gpus: tuple[int, ...] = ()  # nvidia.com/gpu each container requests, in the same order
-    containers_without_request: tuple[int, int] = (0, 0)  # containers asking no cpu, no memory (snapshot.Pod)
+    containers_without_request: tuple[int, int] | None = None  # containers asking no cpu, no memory (snapshot.Pod)
     limits: Resources = resources.ZERO  # cpu and memory limits: containers summed, then an init container's max
 
 
@@ -384,7 +384,16 @@ def read_pod_spec(spec: View | None) -> PodSpec:
         scheduling_gated=spec.sequence_length("schedulingGates") > 0, vgpu_limits=tuple(vgpu),
         relations=pod_affinity.read_relations(spec, containers, inits),
         guaranteed=_qos_guaranteed(asked), container_cpus=tuple(cpus), container_gpus=tuple(gpus),
-        limits=Resources(limit_total), containers_without_request=(without[0], without[1]))
+        limits=Resources(limit_total),
+        containers_without_request=_counted_apart(Resources(total), (without[0], without[1])))
+
+
+def _counted_apart(total: Resources, without: tuple[int, int]) -> tuple[int, int] | None:
+    """The containers without a cpu / memory request, or None where they are what snapshot.Pod assumes of a
+    pod made by hand (one container lacking what the whole request lacks): a pod read from a dump and
+    the same pod built in code (verify's worlds, a recorded simulation) are then equal objects."""
+    assumed = (int(not total.get(resources.CPU, 0)), int(not total.get(resources.MEMORY, 0)))
+    return None if without == assumed else without
 
 
 def _limit_amounts(limits: View | None) -> dict[str, int]:
