@@ -245,6 +245,23 @@ def _without_inputs(t: Any, inputs: frozenset[str]) -> Any:
     return t
 
 
+def cannot_hold(arrays: Any, request: Any, rows: np.ndarray, freed: np.ndarray) -> np.ndarray | None:
+    """For each of `rows`, whether the node's FutureIdle plus `freed[row]` (the room its victims would
+    free) falls short of `request` on a dimension `fits` reads: cpu, memory and every one it names
+    (ValidateVictims over the node columns, by a margin, so float sums never drop a node that fits).
+    None when one of those dimensions is no column: each node is then asked (`fits_with`). Preempt's
+    and reclaim's kept answers and reclaim's per-queue victim table all drop nodes by it."""
+    index = arrays.index
+    names = [CPU, MEMORY, *(k for k in request.keys() if k not in (CPU, MEMORY))]
+    if any(k not in index for k in names if k in (CPU, MEMORY) or request.get(k, 0) > 0):
+        return None
+    columns = [index[k] for k in names if k in index]
+    need = arrays.cached_vector(request)[columns]
+    room = arrays.future[rows][:, columns] + freed[rows][:, columns]
+    short: np.ndarray = (need > room + 1e-9 * np.maximum(1.0, np.abs(need))).any(axis=1)
+    return short
+
+
 @dataclasses.dataclass(frozen=True)
 class ReusePlan:
     """One victim callback's rules read for reuse: its inputs (name, closure over `$preemptor`,
@@ -594,26 +611,13 @@ class FailMemo:
             return rows
         # the kept answer frees too little for this preemptor's request (ValidateVictims, `fits_with`,
         # over the node columns; by a margin, so float sums never skip a node that fits)
-        columns = self._columns(preemptor.resreq)
-        if columns is None:
+        short = cannot_hold(self.arrays, preemptor.resreq, rows[kept], memo.room)
+        if short is None:
             return rows
-        need = self.arrays.cached_vector(preemptor.resreq)[columns]
-        answered = rows[kept]
-        room = self.arrays.future[answered][:, columns] + memo.room[answered][:, columns]
-        short = (need > room + 1e-9 * np.maximum(1.0, np.abs(need))).any(axis=1)
         kept[kept] = short
         self.reused += int(kept.sum())
         out: np.ndarray = rows[~kept]
         return out
-
-    def _columns(self, request: Any) -> list[int] | None:
-        """The node columns `fits` reads for the request: cpu, memory, every dimension it names; None
-        when one of them is no column (the walk then asks each node)."""
-        index = self.arrays.index
-        names = [CPU, MEMORY, *(k for k in request if k not in (CPU, MEMORY))]
-        if any(k not in index for k in names if k in (CPU, MEMORY) or request.get(k, 0) > 0):
-            return None
-        return [index[k] for k in names if k in index]
 
     def remember(self, kind: tuple[object, ...], preemptor: Any, node_name: str, candidates: list[Any],
                  answer: list[Any]) -> None:

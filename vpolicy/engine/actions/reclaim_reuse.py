@@ -37,8 +37,8 @@ import numpy as np
 from vpolicy.engine.actions.evict_common import fits_with
 from vpolicy.engine.runtime import Runtime
 from vpolicy.engine.state import JobInfo, NodeInfo, QueueInfo, SessionState, TaskInfo
-from vpolicy.engine.victim_reuse import ReusePlan
-from vpolicy.model.resources import CPU, MEMORY, Resources, total
+from vpolicy.engine.victim_reuse import ReusePlan, cannot_hold
+from vpolicy.model.resources import Resources, total
 from vpolicy.model.snapshot import TaskStatus
 
 # Queue attributes no action changes during a session (QueueInfo's spec-derived fields).
@@ -458,24 +458,13 @@ class ReclaimAnswers:
         kept = self._valid(memo, rows)
         if not kept.any():
             return rows
-        columns = self._columns(reclaimer.resreq)
-        if columns is None:
+        short = cannot_hold(self.arrays, reclaimer.resreq, rows[kept], memo.room)
+        if short is None:
             return rows
-        need = self.arrays.cached_vector(reclaimer.resreq)[columns]
-        answered = rows[kept]
-        room = self.arrays.future[answered][:, columns] + memo.room[answered][:, columns]
-        kept[kept] = (need > room + 1e-9 * np.maximum(1.0, np.abs(need))).any(axis=1)
+        kept[kept] = short
         self.dropped += int(kept.sum())
         out: np.ndarray = rows[~kept]
         return out
-
-    def _columns(self, request: Resources) -> list[int] | None:
-        """The node columns `fits` reads for the request; None when one is no column."""
-        index = self.arrays.index
-        names = [CPU, MEMORY, *(k for k in request.keys() if k not in (CPU, MEMORY))]
-        if any(k not in index for k in names if k in (CPU, MEMORY) or request.get(k, 0) > 0):
-            return None
-        return [index[k] for k in names if k in index]
 
     def victims(self, kind: tuple[object, ...], reclaimer: TaskInfo, node: NodeInfo,
                 candidates: list[TaskInfo]) -> tuple[list[TaskInfo], Any]:
@@ -624,14 +613,9 @@ class Reclaimees:
             return rows
         _listed, _lists, counts, sums = self._table(queue, rows)
         rows = rows[counts[rows] > 0]
-        index = self.arrays.index
-        names = [CPU, MEMORY, *(k for k in reclaimer.resreq.keys() if k not in (CPU, MEMORY))]
-        if not len(rows) or any(k not in index for k in names if k in (CPU, MEMORY) or reclaimer.resreq.get(k, 0) > 0):
+        short = cannot_hold(self.arrays, reclaimer.resreq, rows, sums) if len(rows) else None
+        if short is None:
             return rows  # a dimension no column holds: each node is asked (`fits_with`)
-        columns = [index[k] for k in names if k in index]
-        need = self.arrays.cached_vector(reclaimer.resreq)[columns]
-        room = self.arrays.future[rows][:, columns] + sums[rows][:, columns]
-        short = (need > room + 1e-9 * np.maximum(1.0, np.abs(need))).any(axis=1)
         out: np.ndarray = rows[~short]
         return out
 
